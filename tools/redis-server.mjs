@@ -1,0 +1,120 @@
+// Starts throwaway redis-server processes on free loopback ports, for the tests, the sample app and the
+// benchmarks. Plain ESM JavaScript so that it runs before anything is compiled.
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const INSTALL_HINT =
+  'redis-server was not found: install it with `sudo apt-get install -y redis-server` (Debian/Ubuntu) ' +
+  'or `brew install redis` (macOS), or point REDIS_URL at a running Redis 6.2+';
+
+/** The path of redis-server, or null when it is not installed. */
+export function findRedisServer() {
+  const found = spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' });
+  const path = found.stdout.trim();
+  return found.status === 0 && path ? path : null;
+}
+
+/**
+ * Makes sure redis-server exists: installs Debian's package with apt-get when running as root,
+ * otherwise throws one line saying how to install it.
+ */
+export function ensureRedisServer({ log = console.error } = {}) {
+  const existing = findRedisServer();
+  if (existing) return existing;
+  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+  const hasApt = spawnSync('sh', ['-c', 'command -v apt-get']).status === 0;
+  if (!isRoot || !hasApt) throw new Error(INSTALL_HINT);
+  log('redis-server not found: installing it with apt-get');
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  for (const args of [['update', '-qq'], ['install', '-y', '-qq', 'redis-server']]) {
+    const res = spawnSync('apt-get', args, { stdio: 'inherit', env });
+    if (res.status !== 0) throw new Error(`apt-get ${args.join(' ')} failed; ${INSTALL_HINT}`);
+  }
+  const installed = findRedisServer();
+  if (!installed) throw new Error(INSTALL_HINT);
+  return installed;
+}
+
+/** A free TCP port on 127.0.0.1. */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function waitForReady(child, port) {
+  return new Promise((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => fail(new Error(`redis-server on port ${port} did not start in 10 s:\n${out}`)), 10_000);
+    const onData = (chunk) => {
+      out += chunk.toString();
+      if (out.includes('Ready to accept connections')) {
+        cleanup();
+        resolve();
+      }
+    };
+    const onExit = (code) => fail(new Error(`redis-server on port ${port} exited with code ${code}:\n${out}`));
+    function cleanup() {
+      clearTimeout(timer);
+      child.stdout.off('data', onData);
+      child.off('exit', onExit);
+      child.stdout.resume();
+    }
+    function fail(err) {
+      cleanup();
+      reject(err);
+    }
+    child.stdout.on('data', onData);
+    child.on('exit', onExit);
+  });
+}
+
+/**
+ * Starts a redis-server without persistence on a free loopback port (or `port`).
+ * Returns `{ url, port, pid, stop(), restart() }`; `restart()` keeps the port and loses the data.
+ */
+export async function startRedisServer({ port, args = [] } = {}) {
+  const bin = ensureRedisServer();
+  const chosen = port ?? (await freePort());
+  const dir = mkdtempSync(join(tmpdir(), 'nest-redis-locks-'));
+  let child;
+  const launch = async () => {
+    child = spawn(
+      bin,
+      ['--port', String(chosen), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...args],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    await waitForReady(child, chosen);
+  };
+  const kill = () =>
+    new Promise((resolve) => {
+      if (!child || child.exitCode !== null || child.signalCode !== null) return resolve();
+      child.once('exit', () => resolve());
+      child.kill('SIGKILL');
+    });
+  await launch();
+  return {
+    url: `redis://127.0.0.1:${chosen}`,
+    port: chosen,
+    get pid() {
+      return child.pid;
+    },
+    async stop() {
+      await kill();
+      rmSync(dir, { recursive: true, force: true });
+    },
+    async restart() {
+      await kill();
+      await launch();
+    },
+  };
+}
