@@ -2,6 +2,7 @@
 // loopback port), runs Jest in native ESM mode against it, then stops the server.
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { startRedisServer } from '../../tools/redis-server.mjs';
 
 const require = createRequire(import.meta.url);
@@ -17,7 +18,7 @@ if (!process.env.REDIS_URL) {
   console.log(`tests: redis-server started at ${server.url}`);
 }
 
-const jestBin = require.resolve('jest/bin/jest.js');
+const jestBin = join(dirname(require.resolve('jest/package.json')), 'bin', 'jest.js');
 const child = spawn(process.execPath, [jestBin, ...process.argv.slice(2)], {
   stdio: 'inherit',
   env: {

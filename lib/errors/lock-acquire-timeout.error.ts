@@ -1,0 +1,26 @@
+import type { LockMode } from '../locking/lock.types.js';
+import { LockError } from './lock.error.js';
+
+/** The lock could not be acquired within `waitTimeoutMs`. Mapped to HTTP 409 on controllers. */
+export class LockAcquireTimeoutError extends LockError {
+  declare readonly key: string;
+  /** Every key of the request (one element for a single-key call). */
+  readonly keys: readonly string[];
+  readonly mode: LockMode;
+  /** How long the caller waited, in milliseconds. */
+  readonly waitedMs: number;
+  /** The `waitTimeoutMs` in force, in milliseconds. */
+  readonly waitTimeoutMs: number;
+
+  constructor(args: { key: string; keys: readonly string[]; mode: LockMode; waitedMs: number; waitTimeoutMs: number }) {
+    super(
+      `could not acquire the ${args.mode} lock on "${args.key}" within ${args.waitTimeoutMs} ms ` +
+        `(waited ${Math.round(args.waitedMs)} ms); raise the waitTimeoutMs option to wait longer`,
+      { key: args.key },
+    );
+    this.keys = args.keys;
+    this.mode = args.mode;
+    this.waitedMs = args.waitedMs;
+    this.waitTimeoutMs = args.waitTimeoutMs;
+  }
+}

@@ -1,0 +1,36 @@
+import type { LockLostError } from '../errors/lock-lost.error.js';
+import type { LockMode } from './lock.types.js';
+
+interface LockEventBase {
+  readonly key: string;
+  readonly mode: LockMode;
+  /** Owner context id (`<instance id>:<n>`), not the secret token. */
+  readonly owner: string;
+}
+
+/** Payload of every event, by event name. */
+export interface LockEvents {
+  /** A hold began or was re-entered. `waitedMs`: time spent waiting, in milliseconds. */
+  acquired: LockEventBase & { readonly waitedMs: number; readonly fencingToken: number; readonly reentrant: boolean };
+  /** A hold ended (its last reentrant level was released). `heldMs`: hold duration, in milliseconds. */
+  released: LockEventBase & { readonly heldMs: number };
+  /** An acquisition found the lock taken and starts waiting (once per acquisition). */
+  contended: LockEventBase;
+  /** An acquisition gave up after `waitedMs` milliseconds. */
+  timeout: LockEventBase & { readonly waitedMs: number };
+  /** A held lock was lost; `heldMs` since it was acquired. */
+  lost: LockEventBase & { readonly heldMs: number; readonly error: LockLostError };
+}
+
+/** Event names, for typed subscription. */
+export type LockEventName = keyof LockEvents;
+/** A listener of event `E`. */
+export type LockEventListener<E extends LockEventName> = (event: LockEvents[E]) => void;
+
+/** Minimal logger the engine writes to; the Nest layer passes a Nest `Logger`. */
+export interface LockLogger {
+  debug?(message: string): void;
+  log?(message: string): void;
+  warn(message: string): void;
+  error(message: string, stack?: string): void;
+}

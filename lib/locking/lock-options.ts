@@ -1,0 +1,109 @@
+import { LockConfigError } from '../errors/lock-config.error.js';
+import type { AcquireOptions, LockMode } from './lock.types.js';
+
+/** Engine-wide settings, after defaults are merged. */
+export interface LockEngineSettings {
+  /** Prefix of every Redis key and channel. Default `'lock:'`. */
+  readonly keyPrefix: string;
+  /** Default lease, in milliseconds. Default `30_000`. */
+  readonly leaseMs: number;
+  /** Default wait before `LockAcquireTimeoutError`, in milliseconds. Default `10_000`. */
+  readonly waitTimeoutMs: number;
+  /** Default watchdog renewal. Default `true`. */
+  readonly autoExtend: boolean;
+  /** Application name recorded with each hold for `inspect`. Default: `npm_package_name`, else `''`. */
+  readonly appName: string;
+}
+
+/** The defaults; the one place they live. */
+export const DEFAULT_LOCK_SETTINGS: LockEngineSettings = Object.freeze({
+  keyPrefix: 'lock:',
+  leaseMs: 30_000,
+  waitTimeoutMs: 10_000,
+  autoExtend: true,
+  appName: process.env.npm_package_name ?? '',
+});
+
+/** Smallest lease accepted, in milliseconds: below it the watchdog cannot renew in time. */
+export const MIN_LEASE_MS = 30;
+/** Largest lease or wait accepted, in milliseconds (about 24.8 days, the Node timer limit). */
+export const MAX_DURATION_MS = 2_147_483_647;
+
+/** Resolved per-call options. */
+export interface ResolvedAcquireOptions {
+  readonly mode: LockMode;
+  readonly leaseMs: number;
+  readonly autoExtend: boolean;
+  readonly waitTimeoutMs: number;
+  readonly signal: AbortSignal | undefined;
+}
+
+function checkDuration(option: string, value: unknown, min: number, allowInfinity: boolean): number {
+  const ok =
+    typeof value === 'number' &&
+    ((allowInfinity && value === Number.POSITIVE_INFINITY) ||
+      (Number.isInteger(value) && value >= min && value <= MAX_DURATION_MS));
+  if (!ok) {
+    throw new LockConfigError(
+      `invalid ${option}: ${String(value)}; expected an integer number of milliseconds from ${min} to ${MAX_DURATION_MS}` +
+        (allowInfinity ? ' (or Infinity)' : ''),
+      option,
+    );
+  }
+  return value as number;
+}
+
+/** Merges engine settings over the defaults and validates them; throws `LockConfigError` naming the option. */
+export function resolveEngineSettings(input: Partial<LockEngineSettings> = {}): LockEngineSettings {
+  const merged = { ...DEFAULT_LOCK_SETTINGS, ...stripUndefined(input) };
+  if (typeof merged.keyPrefix !== 'string' || /[{}]/.test(merged.keyPrefix)) {
+    throw new LockConfigError(
+      `invalid keyPrefix: ${JSON.stringify(merged.keyPrefix)}; expected a string without '{' or '}' (they form Redis Cluster hash tags)`,
+      'keyPrefix',
+    );
+  }
+  checkDuration('leaseMs', merged.leaseMs, MIN_LEASE_MS, false);
+  checkDuration('waitTimeoutMs', merged.waitTimeoutMs, 0, true);
+  if (typeof merged.autoExtend !== 'boolean') {
+    throw new LockConfigError(`invalid autoExtend: ${String(merged.autoExtend)}; expected true or false`, 'autoExtend');
+  }
+  if (typeof merged.appName !== 'string') {
+    throw new LockConfigError(`invalid appName: expected a string`, 'appName');
+  }
+  return Object.freeze(merged);
+}
+
+/** Merges per-call options over the engine settings; throws `LockConfigError` naming the option and key. */
+export function resolveAcquireOptions(
+  settings: LockEngineSettings,
+  options: AcquireOptions | undefined,
+  key: string,
+): ResolvedAcquireOptions {
+  const o = options ?? {};
+  const mode = o.mode ?? 'write';
+  if (mode !== 'read' && mode !== 'write') {
+    throw new LockConfigError(`invalid mode for "${key}": ${String(mode)}; expected 'read' or 'write'`, 'mode', key);
+  }
+  const wrap = <T>(fn: () => T): T => {
+    try {
+      return fn();
+    } catch (err) {
+      if (err instanceof LockConfigError) throw new LockConfigError(`${err.message} (lock "${key}")`, err.option, key);
+      throw err;
+    }
+  };
+  const leaseMs = wrap(() => checkDuration('leaseMs', o.leaseMs ?? settings.leaseMs, MIN_LEASE_MS, false));
+  const waitTimeoutMs = wrap(() => checkDuration('waitTimeoutMs', o.waitTimeoutMs ?? settings.waitTimeoutMs, 0, true));
+  const autoExtend = o.autoExtend ?? settings.autoExtend;
+  if (typeof autoExtend !== 'boolean') {
+    throw new LockConfigError(`invalid autoExtend for "${key}": expected true or false`, 'autoExtend', key);
+  }
+  if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) {
+    throw new LockConfigError(`invalid signal for "${key}": expected an AbortSignal`, 'signal', key);
+  }
+  return { mode, leaseMs, autoExtend, waitTimeoutMs, signal: o.signal };
+}
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

@@ -1,0 +1,84 @@
+/** `'write'` is exclusive (one holder); `'read'` is shared by any number of readers. */
+export type LockMode = 'read' | 'write';
+
+/** Per-call options of `acquire`, `tryAcquire`, `withLock` and the decorators. Unset fields use the module options. */
+export interface AcquireOptions {
+  /** Lock mode. Default `'write'`: an exclusive lock is a write lock. */
+  readonly mode?: LockMode;
+  /** Lease in milliseconds: how long Redis keeps the hold if this process stops renewing it. Default: module `leaseMs`. */
+  readonly leaseMs?: number;
+  /** Renew the lease every `leaseMs / 3` while held. Default: module `autoExtend` (`true`). */
+  readonly autoExtend?: boolean;
+  /** How long to wait for the lock, in milliseconds; `0` tries once. Default: module `waitTimeoutMs`. Ignored by `tryAcquire`. */
+  readonly waitTimeoutMs?: number;
+  /** Cancels waiting: the call rejects with `signal.reason`. Has no effect once the lock is held. */
+  readonly signal?: AbortSignal;
+}
+
+/** A held lock (one or several keys, all or nothing). */
+export interface LockHandle {
+  /** The lock key; for a multi-key lock, the first key in lock order. */
+  readonly key: string;
+  /** Every key held, in the order they were locked (sorted). */
+  readonly keys: readonly string[];
+  readonly mode: LockMode;
+  /**
+   * Secret owner token, 128 random bits in hex. With it, `LockService.release(key, token)` frees this hold from
+   * any process. Nested (reentrant) acquisitions in the same owner context share it.
+   */
+  readonly token: string;
+  /**
+   * Fencing token of `key`: strictly increasing across successive acquisitions of the same key. Pass it to the
+   * storage you protect and reject writes carrying a smaller one.
+   */
+  readonly fencingToken: number;
+  /** Fencing token of every key, by key. */
+  readonly fencingTokens: Readonly<Record<string, number>>;
+  /** Aborted with a `LockLostError` when the lock is lost while held. */
+  readonly signal: AbortSignal;
+  /** `true` while this handle has not been released and the lock has not been lost. */
+  readonly isHeld: boolean;
+  /** Whether this acquisition re-entered a hold the owner context already had. */
+  readonly reentrant: boolean;
+  /**
+   * Releases this acquisition (one level of a reentrant hold). Resolves `true` when Redis released it, `false` when
+   * the handle was released already or the lock had been lost. Never throws for a lost lock.
+   */
+  release(): Promise<boolean>;
+  /**
+   * Makes the lease run `ms` from now (default: this hold's `leaseMs`), on every key. Rejects with
+   * `LockNotHeldError` if the lock is no longer held.
+   */
+  extend(ms?: number): Promise<void>;
+}
+
+/** One holder of a lock, as `inspect` reports it. */
+export interface LockHolderInfo {
+  readonly mode: LockMode;
+  /** Owner context id: `<instance id>:<context number>`; not the secret token. */
+  readonly owner: string;
+  readonly host: string;
+  readonly pid: number;
+  readonly app: string;
+  /** Reentrant hold count. */
+  readonly holdCount: number;
+  /** When this hold was first acquired (Redis server time). */
+  readonly since: Date;
+  /** Remaining lease in milliseconds (Redis server time). */
+  readonly remainingLeaseMs: number;
+  readonly fencingToken: number;
+}
+
+/** What `inspect` returns for a held lock. */
+export interface LockInfo {
+  readonly key: string;
+  /** `'write'` while a writer holds it (its owner may also hold reads), otherwise `'read'`. */
+  readonly mode: LockMode;
+  readonly holders: readonly LockHolderInfo[];
+  /** Waiting writers plus waiting readers. */
+  readonly waiting: number;
+  readonly waitingWriters: number;
+  readonly waitingReaders: number;
+  /** The last fencing token handed out for this key. */
+  readonly fencingToken: number;
+}

@@ -1,0 +1,68 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomBytes } from 'node:crypto';
+import type { LockMode } from './lock.types.js';
+import type { Hold } from './hold.js';
+
+/**
+ * The owner of reentrant holds: one per outermost `withLock` / decorated call (the Node analogue of Redisson's
+ * thread). Everything that runs inside that call's async context, however deeply nested, is the same owner.
+ */
+export class LockOwner {
+  private static counter = 0;
+  /** Readable, non-secret id: `<instance id>:<n>`. */
+  readonly id: string;
+  /** Secret tokens, 128 random bits each; one per mode so Redis can tell this owner's read and write holds apart. */
+  readonly writeToken: string;
+  readonly readToken: string;
+  /** Current holds by lock key. */
+  readonly holds = new Map<string, { write?: Hold; read?: Hold }>();
+  /** Acquisitions in flight by `<mode>:<key>`, so parallel branches of one context re-enter instead of racing. */
+  readonly pending = new Map<string, Promise<unknown>>();
+
+  constructor(instanceId: string) {
+    this.id = `${instanceId}:${++LockOwner.counter}`;
+    const bytes = randomBytes(32).toString('hex');
+    this.writeToken = bytes.slice(0, 32);
+    this.readToken = bytes.slice(32);
+  }
+
+  token(mode: LockMode): string {
+    return mode === 'write' ? this.writeToken : this.readToken;
+  }
+
+  hold(key: string, mode: LockMode): Hold | undefined {
+    const entry = this.holds.get(key);
+    return mode === 'write' ? entry?.write : entry?.read;
+  }
+
+  setHold(key: string, mode: LockMode, hold: Hold | undefined): void {
+    const entry = this.holds.get(key) ?? {};
+    if (mode === 'write') entry.write = hold;
+    else entry.read = hold;
+    if (!entry.write && !entry.read) this.holds.delete(key);
+    else this.holds.set(key, entry);
+  }
+}
+
+/** What the async context carries: the owner, and the innermost lock handle of the current scope. */
+export interface LockFrame {
+  readonly owner: LockOwner;
+  readonly handle: unknown;
+}
+
+const STORAGE_KEY = Symbol.for('nest-redis-locks.owner-context');
+type GlobalWithStorage = typeof globalThis & { [STORAGE_KEY]?: AsyncLocalStorage<LockFrame> };
+
+/**
+ * Kept on `globalThis` so that two copies of the library in one process (e.g. hoisted and nested
+ * node_modules) still share one notion of "the current owner".
+ */
+export function ownerStorage(): AsyncLocalStorage<LockFrame> {
+  const g = globalThis as GlobalWithStorage;
+  return (g[STORAGE_KEY] ??= new AsyncLocalStorage<LockFrame>());
+}
+
+/** Random id of this process's engine instance, used in owner ids and waiter ids. */
+export function newInstanceId(): string {
+  return randomBytes(6).toString('hex');
+}

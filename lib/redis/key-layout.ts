@@ -1,0 +1,61 @@
+import { LockKeyError } from '../errors/lock-key.error.js';
+
+/** Longest lock key accepted, in UTF-8 bytes. */
+export const MAX_KEY_BYTES = 1024;
+
+/**
+ * The Redis names of one lock. All share the hash tag `{<key>}`, so every script touches a single Cluster slot:
+ * - `state`   hash: `w` writer token, `f` last fencing token, `h:<token>` one field per holder;
+ * - `leases`  sorted set: holder token -> lease expiry (Redis server time, ms);
+ * - `writers` sorted set: waiting writer id -> registration expiry (writer preference, targeted wake-up);
+ * - `readers` sorted set: waiting reader id -> registration expiry;
+ * - `channel` pub/sub channel for wake-ups.
+ */
+export interface LockKeys {
+  readonly key: string;
+  readonly state: string;
+  readonly leases: string;
+  readonly writers: string;
+  readonly readers: string;
+  readonly channel: string;
+}
+
+/** Throws `LockKeyError` unless `key` is a non-empty string of at most 1024 bytes that can form a hash tag. */
+export function validateLockKey(key: unknown): string {
+  if (typeof key !== 'string') {
+    throw new LockKeyError(`invalid lock key: expected a string, got ${describe(key)}`, key);
+  }
+  if (key.length === 0) throw new LockKeyError('invalid lock key: the key is empty', key, key);
+  const bytes = Buffer.byteLength(key, 'utf8');
+  if (bytes > MAX_KEY_BYTES) {
+    throw new LockKeyError(
+      `invalid lock key "${key.slice(0, 40)}…": ${bytes} bytes, the limit is ${MAX_KEY_BYTES}`,
+      key,
+      key,
+    );
+  }
+  if (key.startsWith('}')) {
+    // `{}` would be an empty hash tag: Redis Cluster would then hash each full name separately.
+    throw new LockKeyError(`invalid lock key "${key}": a key cannot start with '}'`, key, key);
+  }
+  return key;
+}
+
+/** The Redis names for `key` under `prefix` (the key must be valid). */
+export function lockKeys(prefix: string, key: string): LockKeys {
+  const base = `${prefix}{${key}}`;
+  return {
+    key,
+    state: base,
+    leases: `${base}:leases`,
+    writers: `${base}:wq`,
+    readers: `${base}:rq`,
+    channel: `${base}:ch`,
+  };
+}
+
+function describe(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  return typeof v;
+}
