@@ -23,7 +23,7 @@ import { resolveAcquireOptions, resolveEngineSettings } from './lock-options.js'
 import type { LockEngineSettings, ResolvedAcquireOptions } from './lock-options.js';
 import type { AcquireOptions, LockHandle, LockInfo, LockMode } from './lock.types.js';
 import { LockOwner, newInstanceId, ownerStorage } from './owner-context.js';
-import type { LockFrame } from './owner-context.js';
+import type { DeferredReleaseSlot, LockFrame } from './owner-context.js';
 import { WaitSignal } from './wait-signal.js';
 import { Watchdog } from './watchdog.js';
 
@@ -140,6 +140,24 @@ export class LockEngine {
     const frame = ownerStorage().getStore();
     const owner = frame?.owner ?? (handle as LockHandleImpl).owner;
     return ownerStorage().run({ owner, handle } satisfies LockFrame, fn);
+  }
+
+  /**
+   * Runs `fn` in the current owner context (a new one if there is none) with a deferred-release slot for
+   * `target`: used by the Nest interceptor so a decorated handler's lock lasts until its response completes.
+   */
+  runWithSlot<T>(slot: DeferredReleaseSlot, fn: () => T): T {
+    const frame = ownerStorage().getStore();
+    const owner = frame?.owner ?? new LockOwner(this.instanceId);
+    return ownerStorage().run({ owner, handle: frame?.handle, slot }, fn);
+  }
+
+  /** Takes the current context's deferred-release slot for `target`, once. */
+  takeSlot(target: unknown): DeferredReleaseSlot | undefined {
+    const slot = ownerStorage().getStore()?.slot;
+    if (!slot || slot.used || slot.target !== target) return undefined;
+    slot.used = true;
+    return slot;
   }
 
   private currentOwner(): LockOwner {

@@ -44,10 +44,22 @@ export class LockOwner {
   }
 }
 
-/** What the async context carries: the owner, and the innermost lock handle of the current scope. */
+/**
+ * A place the Nest interceptor leaves in the context for one decorated handler: the decorated method fills it
+ * with the handle it acquired, and the interceptor releases that handle when the response completes.
+ */
+export interface DeferredReleaseSlot {
+  /** The decorated method this slot is for. */
+  readonly target: unknown;
+  used: boolean;
+  handle: unknown;
+}
+
+/** What the async context carries: the owner, the innermost lock handle of the current scope, and a slot. */
 export interface LockFrame {
   readonly owner: LockOwner;
   readonly handle: unknown;
+  readonly slot?: DeferredReleaseSlot;
 }
 
 const STORAGE_KEY = Symbol.for('nest-redis-locks.owner-context');

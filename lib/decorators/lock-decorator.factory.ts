@@ -1,0 +1,58 @@
+import { UseInterceptors } from '@nestjs/common';
+import { Observable } from 'rxjs';
+import { LockConfigError } from '../errors/lock-config.error.js';
+import type { AcquireOptions, LockMode } from '../locking/lock.types.js';
+import { lockInterceptor } from '../interceptors/lock.interceptor.js';
+import { invokeLocked } from './invoke-locked.js';
+import { compileKeySpec } from './key-template.js';
+import type { LockKeySpec } from './key-template.js';
+import { LOCKED_METADATA } from './locked.constants.js';
+import type { LockedMethodSpec } from './locked.constants.js';
+import { parameterNames } from './parameter-names.js';
+
+/** Options of the lock decorators: `AcquireOptions` without `mode` (the decorator sets it) and `signal`. */
+export type LockedOptions = Omit<AcquireOptions, 'mode' | 'signal'>;
+
+type AnyMethod = (...args: unknown[]) => unknown;
+
+/**
+ * Builds `@WriteLocked` / `@ReadLocked`. The decorator wraps the method (so it never runs unlocked, whoever
+ * calls it), keeps every metadata key, `name` and `length`, and registers the lock interceptor so that on a
+ * controller the lock lasts until the response completes.
+ */
+export function createLockDecorator(mode: LockMode) {
+  return (key: LockKeySpec, options: LockedOptions = {}): MethodDecorator =>
+    (target, propertyKey, descriptor) => {
+      const method = `${(target as { constructor: { name: string } }).constructor.name}.${String(propertyKey)}`;
+      const original = descriptor.value as unknown;
+      if (typeof original !== 'function') {
+        throw new LockConfigError(`@${mode === 'write' ? 'WriteLocked' : 'ReadLocked'} on ${method}: not a method`, 'key');
+      }
+      if (Reflect.getMetadata(LOCKED_METADATA, original)) {
+        throw new LockConfigError(
+          `${method} has two lock decorators; use one with an array of keys (all are taken in one mode)`,
+          'key',
+        );
+      }
+      const spec: LockedMethodSpec = {
+        method,
+        mode,
+        options: { ...options, mode },
+        resolveKeys: compileKeySpec(key, parameterNames(original as AnyMethod), method),
+        returnsObservable: Reflect.getMetadata('design:returntype', target, propertyKey) === Observable,
+      };
+      const fn = original as AnyMethod;
+      const wrapper = function (this: unknown, ...args: unknown[]) {
+        return invokeLocked(spec, wrapper, fn, this, args);
+      };
+      Object.defineProperty(wrapper, 'name', { value: fn.name });
+      Object.defineProperty(wrapper, 'length', { value: fn.length });
+      for (const metaKey of Reflect.getMetadataKeys(fn)) {
+        Reflect.defineMetadata(metaKey, Reflect.getMetadata(metaKey, fn), wrapper);
+      }
+      Reflect.defineMetadata(LOCKED_METADATA, spec, wrapper);
+      (descriptor as PropertyDescriptor).value = wrapper;
+      UseInterceptors(lockInterceptor)(target, propertyKey, descriptor as TypedPropertyDescriptor<unknown>);
+      return descriptor;
+    };
+}

@@ -1,0 +1,37 @@
+// Nest layer
+export { RedisLockModule } from './nest/redis-lock.module.js';
+export { LockService } from './nest/lock.service.js';
+export type { ModeFixedOptions } from './nest/lock.service.js';
+export { REDIS_LOCK_OPTIONS } from './nest/redis-lock.module-definition.js';
+export type { RedisLockModuleOptions, RedisLockOptionsFactory, OnLockLost } from './nest/redis-lock-module-options.interface.js';
+
+// Decorators and interceptor
+export { WriteLocked, Locked } from './decorators/write-locked.decorator.js';
+export { ReadLocked } from './decorators/read-locked.decorator.js';
+export type { LockedOptions } from './decorators/lock-decorator.factory.js';
+export type { LockKeySpec } from './decorators/key-template.js';
+export { LockInterceptor } from './interceptors/lock.interceptor.js';
+export { LockConflictException } from './interceptors/lock-conflict.exception.js';
+
+// Engine (framework-free)
+export { LockEngine } from './locking/lock-engine.js';
+export type { LockEngineOptions } from './locking/lock-engine.js';
+export { DEFAULT_LOCK_SETTINGS } from './locking/lock-options.js';
+export type { LockEngineSettings } from './locking/lock-options.js';
+export type { AcquireOptions, LockHandle, LockHolderInfo, LockInfo, LockMode } from './locking/lock.types.js';
+export type { LockEvents, LockEventName, LockEventListener, LockLogger } from './locking/lock-events.js';
+export type { RedisConnectionInput } from './redis/connection.js';
+export { MAX_KEY_BYTES } from './redis/key-layout.js';
+
+// Errors
+export {
+  LockError,
+  LockAcquireTimeoutError,
+  LockNotHeldError,
+  LockLostError,
+  LockUpgradeError,
+  LockKeyError,
+  LockConfigError,
+  LockClosedError,
+} from './errors/index.js';
+export type { LockLostReason } from './errors/index.js';

@@ -1,0 +1,23 @@
+import type { LockEngineOptions } from '../locking/lock-engine.js';
+
+/** What a decorated method does when its lock was lost while it ran. */
+export type OnLockLost =
+  /** Log a warning naming the key and method; return the method's result (default). */
+  | 'warn'
+  /** Reject with the `LockLostError` instead of returning the result. */
+  | 'throw'
+  /** Do nothing (the `lost` event still fires). */
+  | 'ignore';
+
+/** Options of `RedisLockModule.forRoot` / `forRootAsync`. Every field but `redis` is optional. */
+export interface RedisLockModuleOptions extends LockEngineOptions {
+  /** Decorated methods whose lock was lost while they ran. Default `'warn'`. */
+  readonly onLockLost?: OnLockLost;
+  /** HTTP status a controller answers when a decorated handler's lock times out. Default `409` (Conflict). */
+  readonly conflictStatus?: number;
+}
+
+/** Interface of a class for `forRootAsync({ useClass })`. */
+export interface RedisLockOptionsFactory {
+  createRedisLockOptions(): RedisLockModuleOptions | Promise<RedisLockModuleOptions>;
+}

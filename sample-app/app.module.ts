@@ -1,0 +1,33 @@
+import { Inject, Module } from '@nestjs/common';
+import type { DynamicModule, OnApplicationShutdown } from '@nestjs/common';
+import { Redis } from 'ioredis';
+import { RedisLockModule } from '../lib/index.js';
+import { ArticlesController } from './articles/articles.controller.js';
+import { ARTICLES_REDIS } from './articles/articles.redis.js';
+import { ArticlesService } from './articles/articles.service.js';
+import { LocksController } from './locks/locks.controller.js';
+
+/** Closes the articles' Redis client on shutdown. */
+class ArticlesRedisCloser implements OnApplicationShutdown {
+  constructor(@Inject(ARTICLES_REDIS) private readonly redis: Redis) {}
+  async onApplicationShutdown(): Promise<void> {
+    await this.redis.quit();
+  }
+}
+
+/** The articles sample application, against the Redis at `redisUrl`. */
+@Module({})
+export class AppModule {
+  static forRedis(redisUrl: string): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [RedisLockModule.forRoot({ redis: redisUrl, isGlobal: true })],
+      controllers: [ArticlesController, LocksController],
+      providers: [
+        { provide: ARTICLES_REDIS, useFactory: () => new Redis(redisUrl) },
+        ArticlesRedisCloser,
+        ArticlesService,
+      ],
+    };
+  }
+}

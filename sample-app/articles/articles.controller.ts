@@ -1,0 +1,41 @@
+import { BadRequestException, Body, Controller, Get, HttpCode, Param, Post, Put } from '@nestjs/common';
+import { ReadLocked, WriteLocked } from '../../lib/index.js';
+import type { Article, UpdateArticleDto } from './article.dto.js';
+import { ArticlesService } from './articles.service.js';
+
+@Controller('articles')
+export class ArticlesController {
+  constructor(private readonly articles: ArticlesService) {}
+
+  /** Readers share the lock: many GETs of one article run at once, never during a PUT. */
+  @Get(':id')
+  @ReadLocked('article:<id>')
+  find(@Param('id') id: string): Promise<Article> {
+    return this.articles.find(id);
+  }
+
+  /** One writer at a time per article. */
+  @Put(':id')
+  @WriteLocked('article:<id>')
+  update(@Param('id') id: string, @Body() dto: UpdateArticleDto): Promise<Article> {
+    if (typeof dto?.title !== 'string' || typeof dto?.body !== 'string') {
+      throw new BadRequestException('body must be { "title": string, "body": string }');
+    }
+    return this.articles.update(id, dto);
+  }
+
+  /** GET, await, SET of the like counter under the article's write lock: N requests give exactly N likes. */
+  @Post(':id/likes')
+  @HttpCode(200)
+  @WriteLocked('article:<id>')
+  async like(@Param('id') id: string): Promise<{ likes: number }> {
+    return { likes: await this.articles.like(id) };
+  }
+
+  /** The same without any lock, to show lost updates. Not something to copy. */
+  @Post(':id/unsafe-likes')
+  @HttpCode(200)
+  async likeUnsafe(@Param('id') id: string): Promise<{ likes: number }> {
+    return { likes: await this.articles.likeUnlocked(id) };
+  }
+}
