@@ -275,7 +275,7 @@ export class LockEngine {
     if (hold.lost) throw hold.lost;
     hold.count++;
     try {
-      const reply = await this.runAcquire(hold.keys, hold.mode, hold.token, o.leaseMs, '', '', true);
+      const reply = await this.runAcquire(hold.keys, hold.mode, hold.token, o.leaseMs, '', '', true, hold.owner.id);
       if (reply[0] !== 1) {
         hold.count--;
         this.markLost(hold, 'not-in-redis');
@@ -305,12 +305,15 @@ export class LockEngine {
     downgradeToken: string,
     waiterId: string,
     reentry: boolean,
+    ownerId: string,
   ): Promise<[number, number, number]> {
+    // Holder info as `inspect` decodes it: host|pid|app|owner.
+    const info = `${this.holderInfo}|${ownerId}`;
     return runScript(
       this.client,
       ACQUIRE,
       [keys.state, keys.leases, keys.writers, keys.readers],
-      [token, mode === 'write' ? 'w' : 'r', leaseMs, ++this.seq, downgradeToken, waiterId, this.holderInfo, keys.channel, reentry ? '1' : '0'],
+      [token, mode === 'write' ? 'w' : 'r', leaseMs, ++this.seq, downgradeToken, waiterId, info, keys.channel, reentry ? '1' : '0'],
     ) as Promise<[number, number, number]>;
   }
 
@@ -342,7 +345,7 @@ export class LockEngine {
         if (this.closed) throw new LockClosedError(keys.key);
         wakeUp.reset();
         const sentAt = performance.now();
-        const [ok, value] = await this.runAcquire(keys, mode, token, o.leaseMs, downgradeToken, waiterId, false);
+        const [ok, value] = await this.runAcquire(keys, mode, token, o.leaseMs, downgradeToken, waiterId, false, owner.id);
         if (ok === 1) {
           granted = true;
           const hold = new Hold(owner, keys, mode, token, value, o.leaseMs, o.autoExtend, sentAt);
