@@ -491,8 +491,8 @@ export class LockEngine {
     return reply === 1;
   }
 
-  /** Who holds `key` and who waits, from Redis; `null` when nobody holds it. */
-  inspect(key: string): Promise<LockInfo | null> {
+  /** Who holds `key` and who waits, from Redis; `null` when nobody holds it. An invalid key rejects (never throws). */
+  async inspect(key: string): Promise<LockInfo | null> {
     return inspectLock(this.client, lockKeys(this.settings.keyPrefix, validateLockKey(key)));
   }
 
