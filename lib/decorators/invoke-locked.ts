@@ -1,4 +1,4 @@
-import { defer, finalize, from, isObservable, mergeMap } from 'rxjs';
+import { defer, finalize, from, isObservable, mergeMap, throwError } from 'rxjs';
 import type { Observable } from 'rxjs';
 import type { LockHandle } from '../locking/lock.types.js';
 import type { LockRuntime } from '../nest/lock-registry.js';
@@ -21,9 +21,17 @@ export function invokeLocked(
   self: unknown,
   args: unknown[],
 ): unknown {
-  const runtime = LockRegistry.get(spec.method);
+  let runtime: LockRuntime;
+  let keys: string[];
+  try {
+    runtime = LockRegistry.get(spec.method);
+    keys = spec.resolveKeys(args);
+  } catch (err) {
+    // The wrapper answers with a promise or an Observable: report a missing module or a bad key the same way,
+    // never as a synchronous throw that escapes a caller's `.catch()`.
+    return spec.returnsObservable ? throwError(() => err) : Promise.reject(err);
+  }
   const { engine } = runtime;
-  const keys = spec.resolveKeys(args);
   const slot = engine.takeSlot(wrapper);
   if (slot) {
     return (async () => {
