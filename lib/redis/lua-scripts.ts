@@ -10,8 +10,8 @@ import { createHash } from 'node:crypto';
  *   KEYS[3] writers zset waiting writer id -> registration expiry (ms)
  *   KEYS[4] readers zset waiting reader id -> registration expiry (ms)
  *
- * `seq` is a per-process increasing operation number: a command that the client re-sends after a reconnect
- * carries a `seq` Redis has already seen and is not applied a second time.
+ * `seq` is an increasing operation number per owner (so per token): a command that the client re-sends after a
+ * reconnect carries a `seq` Redis has already seen and is not applied a second time.
  */
 export interface LuaScript {
   readonly name: string;
