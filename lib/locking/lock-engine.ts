@@ -66,7 +66,6 @@ export class LockEngine {
   private readonly inflight = new Set<Promise<unknown>>();
   private readonly waits = new Set<WaitRecord>();
   private readonly alarm: LockAlarm;
-  private seq = 0;
   private waiterSeq = 0;
   private closed = false;
   /** Set by `beginShutdown`: new holds are refused and waiters rejected; re-entry by current holders goes on. */
@@ -181,6 +180,14 @@ export class LockEngine {
     return slot;
   }
 
+  /**
+   * Where an owner keeps this engine's hold on `key`. Owner contexts are shared by every engine in the process,
+   * so holds are kept per engine: another engine's lock on the same key name is another lock.
+   */
+  private slot(key: string): string {
+    return `${this.instanceId}|${key}`;
+  }
+
   private currentOwner(): LockOwner {
     return ownerStorage().getStore()?.owner ?? new LockOwner(this.instanceId);
   }
@@ -275,11 +282,11 @@ export class LockEngine {
     allKeys: readonly string[],
     waiting: boolean,
   ): Promise<{ hold: Hold; reentrant: boolean } | null> {
-    const pendingKey = `${o.mode}:${keys.key}`;
+    const pendingKey = `${o.mode}:${this.slot(keys.key)}`;
     // Parallel branches of one owner context: let the first acquisition finish, then re-enter it.
     for (let p = owner.pending.get(pendingKey); p; p = owner.pending.get(pendingKey)) await p.catch(() => undefined);
-    const existing = owner.hold(keys.key, o.mode);
-    if (o.mode === 'write' && !existing && owner.hold(keys.key, 'read')) throw new LockUpgradeError(keys.key);
+    const existing = owner.hold(this.slot(keys.key), o.mode);
+    if (o.mode === 'write' && !existing && owner.hold(this.slot(keys.key), 'read')) throw new LockUpgradeError(keys.key);
     const attempt = existing
       ? this.reenter(existing, o, start).then((hold) => ({ hold, reentrant: true }))
       : this.acquireFresh(owner, keys, o, start, deadline, allKeys, waiting).then((hold) => (hold ? { hold, reentrant: false } : null));
@@ -295,7 +302,7 @@ export class LockEngine {
     if (hold.lost) throw hold.lost;
     hold.count++;
     try {
-      const reply = await this.runAcquire(hold.keys, hold.mode, hold.token, o.leaseMs, '', '', true, hold.owner.id, false);
+      const reply = await this.runAcquire(hold.keys, hold.mode, hold.token, o.leaseMs, '', '', true, hold.owner, false);
       if (reply[0] !== 1) {
         hold.count--;
         this.markLost(hold, 'not-in-redis');
@@ -325,16 +332,16 @@ export class LockEngine {
     downgradeToken: string,
     waiterId: string,
     reentry: boolean,
-    ownerId: string,
+    owner: LockOwner,
     fair: boolean,
   ): Promise<[number, number, number]> {
     // Holder info as `inspect` decodes it: host|pid|app|owner.
-    const info = `${this.holderInfo}|${ownerId}`;
+    const info = `${this.holderInfo}|${owner.id}`;
     return runScript(
       this.client,
       ACQUIRE,
       keys.all,
-      [token, mode === 'write' ? 'w' : 'r', leaseMs, ++this.seq, downgradeToken, waiterId, info, keys.channel, reentry ? '1' : '0', fair ? '1' : '0'],
+      [token, mode === 'write' ? 'w' : 'r', leaseMs, owner.nextSeq(), downgradeToken, waiterId, info, keys.channel, reentry ? '1' : '0', fair ? '1' : '0'],
     ) as Promise<[number, number, number]>;
   }
 
@@ -349,7 +356,7 @@ export class LockEngine {
   ): Promise<Hold | null> {
     const { mode } = o;
     const token = owner.token(mode);
-    const downgradeToken = mode === 'read' ? (owner.hold(keys.key, 'write')?.token ?? '') : '';
+    const downgradeToken = mode === 'read' ? (owner.hold(this.slot(keys.key), 'write')?.token ?? '') : '';
     const waiterId = waiting ? `${this.instanceId}.${++this.waiterSeq}` : '';
     const wakeUp = new WaitSignal();
     const onMessage = (msg: string) => {
@@ -367,11 +374,11 @@ export class LockEngine {
         if (this.closing) throw new LockClosedError(keys.key);
         wakeUp.reset();
         const sentAt = performance.now();
-        const [ok, value] = await this.runAcquire(keys, mode, token, o.leaseMs, downgradeToken, waiterId, false, owner.id, o.fair);
+        const [ok, value] = await this.runAcquire(keys, mode, token, o.leaseMs, downgradeToken, waiterId, false, owner, o.fair);
         if (ok === 1) {
           granted = true;
           const hold = new Hold(owner, keys, mode, token, value, o.leaseMs, o.autoExtend, sentAt);
-          owner.setHold(keys.key, mode, hold);
+          owner.setHold(this.slot(keys.key), mode, hold);
           this.watchdog.add(hold);
           this.emit('acquired', { key: keys.key, mode, owner: owner.id, waitedMs: performance.now() - start, fencingToken: value, reentrant: false });
           return hold;
@@ -437,7 +444,7 @@ export class LockEngine {
       this.client,
       RELEASE,
       hold.keys.all,
-      [hold.token, ++this.seq, hold.keys.channel],
+      [hold.token, hold.owner.nextSeq(), hold.keys.channel],
     )) as number;
     if (reply === 0) {
       this.markLost(hold, 'not-in-redis');
@@ -449,7 +456,7 @@ export class LockEngine {
 
   private endHold(hold: Hold): void {
     hold.ended = true;
-    if (hold.owner.hold(hold.key, hold.mode) === hold) hold.owner.setHold(hold.key, hold.mode, undefined);
+    if (hold.owner.hold(this.slot(hold.key), hold.mode) === hold) hold.owner.setHold(this.slot(hold.key), hold.mode, undefined);
     this.watchdog.remove(hold);
   }
 
@@ -470,7 +477,7 @@ export class LockEngine {
     if (hold.lost) return;
     const error = new LockLostError(hold.key, reason, cause);
     hold.lost = error;
-    if (hold.owner.hold(hold.key, hold.mode) === hold) hold.owner.setHold(hold.key, hold.mode, undefined);
+    if (hold.owner.hold(this.slot(hold.key), hold.mode) === hold) hold.owner.setHold(this.slot(hold.key), hold.mode, undefined);
     this.watchdog.remove(hold);
     this.logger.warn(error.message);
     hold.controller.abort(error);

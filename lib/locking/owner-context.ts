@@ -18,12 +18,22 @@ export class LockOwner {
   readonly holds = new Map<string, { write?: Hold; read?: Hold }>();
   /** Acquisitions in flight by `<mode>:<key>`, so parallel branches of one context re-enter instead of racing. */
   readonly pending = new Map<string, Promise<unknown>>();
+  /** Last operation number sent for this owner's tokens (see `nextSeq`). */
+  private seq = 0;
 
   constructor(instanceId: string) {
     this.id = `${instanceId}:${++LockOwner.counter}`;
     const bytes = randomBytes(32).toString('hex');
     this.writeToken = bytes.slice(0, 32);
     this.readToken = bytes.slice(32);
+  }
+
+  /**
+   * Increasing number of each acquire or release sent for this owner's tokens, whichever engine sends it: Redis
+   * ignores a command whose number it has already seen for the token (a re-send after a reconnect).
+   */
+  nextSeq(): number {
+    return ++this.seq;
   }
 
   token(mode: LockMode): string {

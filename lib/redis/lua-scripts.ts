@@ -12,8 +12,8 @@ import { createHash } from 'node:crypto';
  *   KEYS[5] queue zset     fair waiter '<w|r>:<id>' -> arrival (Redis time, µs)
  *   KEYS[6] deadlines zset fair waiter '<w|r>:<id>' -> registration expiry (ms)
  *
- * `seq` is a per-process increasing operation number: a command that the client re-sends after a reconnect
- * carries a `seq` Redis has already seen and is not applied a second time.
+ * `seq` is an increasing operation number per owner (so per token): a command that the client re-sends after a
+ * reconnect carries a `seq` Redis has already seen and is not applied a second time.
  */
 export interface LuaScript {
   readonly name: string;
