@@ -1,0 +1,147 @@
+import { randomBytes } from 'node:crypto';
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { LockLostError } from '../../lib/errors/lock-lost.error.js';
+import type { LockEvents } from '../../lib/locking/lock-events.js';
+import { ACQUIRE, RELEASE } from '../../lib/redis/lua-scripts.js';
+import { runScript } from '../../lib/redis/script-runner.js';
+import { LockTestKit, abortedWithin, deferred, keysUnder, redisNames, sleep } from '../support/lock-test-kit.js';
+
+/** The `count|seq|…` record Redis keeps for a holder's token. */
+async function holdRecord(redis: { hget(key: string, field: string): Promise<string | null> }, state: string, token: string) {
+  const raw = await redis.hget(state, `h:${token}`);
+  if (raw === null) return null;
+  const [count, seq] = raw.split('|');
+  return { count: Number(count), seq: Number(seq) };
+}
+
+describe('release by token, forced release, retried commands', () => {
+  const kit = new LockTestKit();
+  afterEach(() => kit.closeAll());
+
+  it('release(key, wrongToken) returns false and the lock stays held', async () => {
+    const engine = kit.engine();
+    const other = kit.peer(engine);
+    const lock = await engine.acquire('k', { leaseMs: 600 });
+    expect(await other.release('k', randomBytes(16).toString('hex'))).toBe(false);
+    expect(await engine.release('k', randomBytes(16).toString('hex'))).toBe(false);
+    // The token of another key does not open this one.
+    const elsewhere = await engine.acquire('j');
+    expect(await other.release('k', elsewhere.token)).toBe(false);
+    expect(await other.tryAcquire('k')).toBeNull();
+    await sleep(400); // past a renewal: the holder still has it
+    expect(lock.isHeld).toBe(true);
+    expect(lock.signal.aborted).toBe(false);
+    expect((await engine.inspect('k'))?.holders).toHaveLength(1);
+    expect(await lock.release()).toBe(true);
+    expect(await elsewhere.release()).toBe(true);
+  });
+
+  it('release(key, token) from another engine instance frees the lock; the holder finds out at its next renewal', async () => {
+    const engine = kit.engine();
+    const other = kit.peer(engine);
+    const third = kit.peer(engine);
+    const lost: LockEvents['lost'][] = [];
+    engine.on('lost', (e) => lost.push(e));
+    const lock = await engine.acquire('k', { leaseMs: 600 });
+    expect(await other.release('k', lock.token)).toBe(true);
+    expect(await engine.inspect('k')).toBeNull();
+    const next = await third.acquire('k', { waitTimeoutMs: 0 });
+    const reason = await abortedWithin(lock.signal, 600);
+    expect(reason).toBeInstanceOf(LockLostError);
+    expect((reason as LockLostError).reason).toBe('not-in-redis');
+    expect(lost.map((e) => e.key)).toEqual(['k']);
+    // The old handle's release does not touch the new holder.
+    expect(await lock.release()).toBe(false);
+    expect((await engine.inspect('k'))?.holders).toHaveLength(1);
+    expect(await other.release('k', lock.token)).toBe(false);
+    await next.release();
+  });
+
+  it('release(key, token) ends every reentrant level at once', async () => {
+    const engine = kit.engine();
+    const other = kit.peer(engine);
+    const inner = deferred<string>();
+    const done = engine.withLock('k', (outer) =>
+      engine.withLock('k', async () => {
+        inner.resolve(outer.token);
+        await sleep(100);
+      }),
+    );
+    const token = await inner.promise;
+    expect((await engine.inspect('k'))?.holders[0].holdCount).toBe(2);
+    expect(await other.release('k', token)).toBe(true);
+    expect(await engine.inspect('k')).toBeNull();
+    await done;
+  });
+
+  it('forceRelease frees the lock whoever holds it; the holder loses it with reason not-in-redis and a lost event', async () => {
+    const engine = kit.engine();
+    const admin = kit.peer(engine);
+    const lost: LockEvents['lost'][] = [];
+    engine.on('lost', (e) => lost.push(e));
+    const readers = await Promise.all([1, 2].map(() => engine.acquire('k', { mode: 'read', leaseMs: 600 })));
+    const waiting = admin.acquire('k', { waitTimeoutMs: 5_000 });
+
+    expect(await admin.forceRelease('k')).toBe(true);
+    const writer = await waiting; // woken by the forced release
+    const reasons = await Promise.all(readers.map((r) => abortedWithin(r.signal, 600)));
+    for (const reason of reasons) {
+      expect(reason).toBeInstanceOf(LockLostError);
+      expect((reason as LockLostError).reason).toBe('not-in-redis');
+      expect((reason as LockLostError).key).toBe('k');
+    }
+    expect(lost).toHaveLength(2);
+    expect(lost.every((e) => e.key === 'k' && e.mode === 'read' && e.error instanceof LockLostError)).toBe(true);
+    expect(readers.every((r) => !r.isHeld)).toBe(true);
+
+    // On the holder's own engine the loss is immediate.
+    const adminLost: LockEvents['lost'][] = [];
+    admin.on('lost', (e) => adminLost.push(e));
+    expect(await admin.forceRelease('k')).toBe(true);
+    expect(writer.signal.aborted).toBe(true);
+    expect((writer.signal.reason as LockLostError).reason).toBe('not-in-redis');
+    expect(adminLost).toHaveLength(1);
+    expect(await admin.forceRelease('k')).toBe(false);
+    expect(await writer.release()).toBe(false);
+    for (const r of readers) expect(await r.release()).toBe(false);
+  });
+
+  it('a release the client re-sends (same seq) is applied once', async () => {
+    const engine = kit.engine();
+    const redis = kit.redis();
+    const names = redisNames(engine.settings.keyPrefix, 'k');
+    const keys = [names.state, names.leases, names.writers, names.readers];
+    await engine.runInOwnerScope(async () => {
+      const outer = await engine.acquire('k');
+      const inner = await engine.acquire('k');
+      expect(inner.token).toBe(outer.token);
+      const before = await holdRecord(redis, names.state, outer.token);
+      expect(before?.count).toBe(2);
+
+      // One release, sent twice (a reconnect re-sends what had no reply), carries one seq.
+      const seq = before!.seq + 1_000;
+      expect(await runScript(redis, RELEASE, keys, [outer.token, seq, names.channel])).toBe(1);
+      expect(await runScript(redis, RELEASE, keys, [outer.token, seq, names.channel])).toBe(1);
+      expect((await holdRecord(redis, names.state, outer.token))?.count).toBe(1);
+      expect((await engine.inspect('k'))?.holders[0].holdCount).toBe(1);
+
+      // A re-sent re-entry is applied once as well.
+      const acquireArgs = (s: number) => [outer.token, 'w', 30_000, s, '', '', 'host|1|app|owner', names.channel, '1'];
+      const [ok1, fence1] = (await runScript(redis, ACQUIRE, keys, acquireArgs(seq + 1))) as number[];
+      const [ok2, fence2] = (await runScript(redis, ACQUIRE, keys, acquireArgs(seq + 1))) as number[];
+      expect([ok1, ok2]).toEqual([1, 1]);
+      expect([fence1, fence2]).toEqual([outer.fencingToken, outer.fencingToken]);
+      expect((await holdRecord(redis, names.state, outer.token))?.count).toBe(2);
+
+      // The next, new release goes through; the last level ends the hold.
+      expect(await runScript(redis, RELEASE, keys, [outer.token, seq + 2, names.channel])).toBe(1);
+      expect(await runScript(redis, RELEASE, keys, [outer.token, seq + 3, names.channel])).toBe(2);
+      expect(await runScript(redis, RELEASE, keys, [outer.token, seq + 3, names.channel])).toBe(0);
+      expect(await engine.inspect('k')).toBeNull();
+      // The engine's handles now refer to a hold Redis no longer has.
+      expect(await inner.release()).toBe(false);
+      expect(await outer.release()).toBe(false);
+    });
+    expect(await keysUnder(redis, engine.settings.keyPrefix)).toEqual([]);
+  });
+});

@@ -1,0 +1,178 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { Redis } from 'ioredis';
+import type { LockEngine } from '../../lib/locking/lock-engine.js';
+import type { LockHandle } from '../../lib/locking/lock.types.js';
+import * as scripts from '../../lib/redis/lua-scripts.js';
+import { LockTestKit, keysUnder, sleep, track, until } from '../support/lock-test-kit.js';
+
+/** Commands a client sends itself (Lua scripts cannot send these, except PUBLISH, which wakes waiters). */
+const ROUND_TRIPS = new Set([
+  'eval',
+  'evalsha',
+  'eval_ro',
+  'evalsha_ro',
+  'fcall',
+  'fcall_ro',
+  'subscribe',
+  'unsubscribe',
+  'psubscribe',
+  'punsubscribe',
+  'ssubscribe',
+  'sunsubscribe',
+  'publish',
+  'spublish',
+  'multi',
+  'exec',
+]);
+/** Commands of the test harness itself. */
+const HARNESS = /^(info|config\|.*|client\|.*|ping|select|dbsize|scan|hello|command.*)$/;
+
+type Calls = Record<string, number>;
+
+async function commandCalls(redis: Redis): Promise<Calls> {
+  const calls: Calls = {};
+  for (const [, name, n] of (await redis.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+    if (!HARNESS.test(name)) calls[name] = Number(n);
+  }
+  return calls;
+}
+
+const roundTrips = (calls: Calls) => Object.fromEntries(Object.entries(calls).filter(([name]) => ROUND_TRIPS.has(name)));
+const total = (calls: Calls) => Object.values(calls).reduce((a, b) => a + b, 0);
+function minus(a: Calls, b: Calls): Calls {
+  const out: Calls = {};
+  for (const name of new Set([...Object.keys(a), ...Object.keys(b)])) {
+    const d = (a[name] ?? 0) - (b[name] ?? 0);
+    if (d !== 0) out[name] = d;
+  }
+  return out;
+}
+
+describe('Redis commands per operation (private redis-server)', () => {
+  const kit = new LockTestKit();
+  let url: string;
+  let admin: Redis;
+
+  beforeAll(async () => {
+    url = (await kit.server()).url;
+    admin = kit.redis(url);
+    // Load every script up front: a first-use NOSCRIPT round trip would count against whichever test ran first.
+    for (const script of Object.values(scripts)) await admin.script('LOAD', script.source);
+  });
+  afterAll(() => kit.closeAll());
+
+  /** Waits until no lock command has run for 300 ms (every waiter asleep), then resets the counters. */
+  async function quietThenReset(): Promise<void> {
+    let last = '';
+    for (;;) {
+      const now = JSON.stringify(roundTrips(await commandCalls(admin)));
+      if (now === last) break;
+      last = now;
+      await sleep(300);
+    }
+    await admin.config('RESETSTAT');
+  }
+
+  it('a contended acquisition costs the same small number of commands whether the holder holds 100 ms or 1500 ms', async () => {
+    const holder = kit.engine({ redis: url });
+    const waiter = kit.peer(holder, { redis: url });
+    await Promise.all([holder.redis.ping(), waiter.redis.ping()]);
+    let n = 0;
+
+    /** Commands from the holder's 10 s hold of `holdMs` (and its release), with or without one waiter. */
+    const run = async (holdMs: number, contended: boolean): Promise<Calls> => {
+      const key = `k${++n}`;
+      const lock = await holder.acquire(key, { leaseMs: 10_000, autoExtend: false });
+      await quietThenReset();
+      const waiting = contended ? track(waiter.acquire(key, { leaseMs: 10_000, waitTimeoutMs: 20_000 })) : undefined;
+      await sleep(holdMs);
+      expect(waiting?.settled ?? false).toBe(false);
+      await lock.release();
+      let second: LockHandle | undefined;
+      if (waiting) {
+        second = await waiting.promise;
+        await sleep(1_300); // past the 1 s subscription linger: the UNSUBSCRIBE belongs to this acquisition
+      }
+      const calls = await commandCalls(admin);
+      await second?.release();
+      return calls;
+    };
+
+    const report: Record<string, unknown> = {};
+    const costs: Calls[] = [];
+    for (const holdMs of [100, 1_500]) {
+      const alone = await run(holdMs, false);
+      const contended = await run(holdMs, true);
+      const cost = minus(roundTrips(contended), roundTrips(alone));
+      costs.push(cost);
+      report[`hold ${holdMs} ms`] = { waiterRoundTrips: cost, holderAlone: roundTrips(alone), allCommandsIncludingLua: minus(contended, alone) };
+    }
+    console.log(`commands of one contended acquisition:\n${JSON.stringify(report, null, 2)}`);
+
+    expect(costs[1]).toEqual(costs[0]);
+    // The wake-up PUBLISH runs inside the holder's release; the waiter's own round trips exclude it.
+    const waiterOwn = { ...costs[0] };
+    delete waiterOwn.publish;
+    expect(total(waiterOwn)).toBeGreaterThanOrEqual(2);
+    expect(total(waiterOwn)).toBeLessThanOrEqual(6);
+    expect(total(costs[0])).toBeLessThanOrEqual(7);
+    expect(costs[0].publish ?? 0).toBeLessThanOrEqual(1);
+  }, 20_000);
+
+  it('the watchdog renews many holds in one round trip per tick', async () => {
+    const engine = kit.engine({ redis: url });
+    const holds = await Promise.all(Array.from({ length: 50 }, (_, i) => engine.acquire(`h${i}`, { leaseMs: 600, autoExtend: true })));
+    await admin.config('RESETSTAT');
+    await sleep(1_200); // 6 renewal periods of leaseMs/3
+    const calls = roundTrips(await commandCalls(admin));
+    console.log(`watchdog, 50 holds for 1.2 s at leaseMs 600: ${JSON.stringify(calls)}`);
+    const renewals = (calls.evalsha ?? 0) + (calls.eval ?? 0);
+    // One timer and round trip per lock would be about 50 x 6 = 300.
+    expect(renewals).toBeGreaterThanOrEqual(2);
+    expect(renewals).toBeLessThanOrEqual(15);
+    expect(holds.every((h) => h.isHeld)).toBe(true);
+    expect(await keysUnder(admin, engine.settings.keyPrefix)).toHaveLength(100);
+    await Promise.all(holds.map((h) => h.release()));
+  });
+
+  it('a write release wakes one of several waiting writers (one retry), but every waiting reader (one message)', async () => {
+    const holderEngine = kit.engine({ redis: url });
+    const engines: LockEngine[] = Array.from({ length: 5 }, () => kit.peer(holderEngine, { redis: url }));
+
+    // Writers: 5 engines, each with its own subscriber connection listening on the lock's channel.
+    let holder = await holderEngine.acquire('w', { leaseMs: 10_000 });
+    const got: LockHandle[] = [];
+    const writers = engines.map((e) => e.acquire('w', { leaseMs: 10_000, waitTimeoutMs: 10_000 }).then((h) => got.push(h)));
+    await until(async () => (await holderEngine.inspect('w'))?.waitingWriters === 5, 2_000, '5 writers to queue');
+    await quietThenReset();
+    await holder.release();
+    await until(() => got.length > 0, 1_000, 'one writer');
+    await sleep(200);
+    const afterWriteRelease = roundTrips(await commandCalls(admin));
+    console.log(`release with 5 waiting writers: ${JSON.stringify(afterWriteRelease)}`);
+    expect(got).toHaveLength(1);
+    // The release itself plus the one woken writer's successful attempt: the other four did not even retry.
+    expect(afterWriteRelease.evalsha).toBe(2);
+    expect(afterWriteRelease.publish).toBe(1);
+    for (let i = 0; i < 5; i++) {
+      await until(() => got.length > i, 1_000, 'the next writer');
+      await got[i].release();
+    }
+    await Promise.all(writers);
+
+    // Readers: 10 waiting readers over 5 engines, one message lets all of them in.
+    holder = await holderEngine.acquire('r', { leaseMs: 10_000 });
+    const readers = Array.from({ length: 10 }, (_, i) => engines[i % 5].acquire('r', { mode: 'read', leaseMs: 10_000, waitTimeoutMs: 10_000 }));
+    await until(async () => (await holderEngine.inspect('r'))?.waitingReaders === 10, 2_000, '10 readers to queue');
+    await quietThenReset();
+    await holder.release();
+    const reading = await Promise.all(readers);
+    await sleep(100);
+    const afterReadRelease = roundTrips(await commandCalls(admin));
+    console.log(`release with 10 waiting readers: ${JSON.stringify(afterReadRelease)}`);
+    expect(afterReadRelease.publish).toBe(1);
+    expect(afterReadRelease.evalsha).toBe(11);
+    expect((await holderEngine.inspect('r'))?.holders).toHaveLength(10);
+    await Promise.all(reading.map((r) => r.release()));
+  }, 20_000);
+});

@@ -1,0 +1,159 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { Redis } from 'ioredis';
+import { LockConfigError } from '../../lib/errors/lock-config.error.js';
+import { LockKeyError } from '../../lib/errors/lock-key.error.js';
+import { LockError } from '../../lib/errors/lock.error.js';
+import type { LockEngine } from '../../lib/locking/lock-engine.js';
+import type { AcquireOptions } from '../../lib/locking/lock.types.js';
+import { LockTestKit, keysUnder } from '../support/lock-test-kit.js';
+
+/** What the call threw or rejected with; fails if it succeeded. Promise-returning calls must reject, not throw. */
+async function failureOf(call: () => Promise<unknown>): Promise<unknown> {
+  let promise: Promise<unknown>;
+  try {
+    promise = call();
+  } catch (err) {
+    throw new Error(`threw synchronously instead of returning a rejected promise: ${String(err)}`, { cause: err });
+  }
+  try {
+    await promise;
+  } catch (err) {
+    return err;
+  }
+  throw new Error('expected a failure, but the call succeeded');
+}
+
+/** Calls of commands that change or read lock data (everything a script or a client would send for a lock). */
+async function lockCommandCalls(redis: Redis): Promise<Record<string, number>> {
+  const stats = await redis.info('commandstats');
+  const calls: Record<string, number> = {};
+  for (const [, name, n] of stats.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+    if (!/^(info|ping|config\|resetstat|client\|.*|select|dbsize|scan|hello|command.*)$/.test(name)) calls[name] = Number(n);
+  }
+  return calls;
+}
+
+const badKeys: [string, unknown][] = [
+  ['an empty string', ''],
+  ['a number', 42],
+  ['null', null],
+  ['undefined', undefined],
+  ['an object', { id: 1 }],
+  ['1025 ASCII bytes', 'x'.repeat(1025)],
+  ['1026 UTF-8 bytes in 513 characters', 'é'.repeat(513)],
+  ["a key starting with '}'", '}abc'],
+];
+
+describe('validation before Redis is touched', () => {
+  const kit = new LockTestKit();
+  let engine: LockEngine;
+  let redis: Redis;
+  let url: string;
+
+  beforeAll(async () => {
+    // A private server: DBSIZE and command counts belong to this file alone.
+    const server = await kit.server();
+    url = server.url;
+    engine = kit.engine({ redis: url });
+    redis = kit.redis(url);
+    await engine.redis.ping();
+  });
+  afterAll(() => kit.closeAll());
+
+  async function expectRedisUntouched(run: () => Promise<void>): Promise<void> {
+    await redis.config('RESETSTAT');
+    const sizeBefore = await redis.dbsize();
+    const keysBefore = await keysUnder(redis, engine.settings.keyPrefix);
+    await run();
+    expect(await redis.dbsize()).toBe(sizeBefore);
+    expect(await keysUnder(redis, engine.settings.keyPrefix)).toEqual(keysBefore);
+    expect(await lockCommandCalls(redis)).toEqual({});
+  }
+
+  describe.each(badKeys)('a key that is %s', (_label, key) => {
+    it('is rejected with LockKeyError by every entry point, and Redis is unchanged', async () => {
+      let ran = false;
+      const k = key as string;
+      await expectRedisUntouched(async () => {
+        const calls: (() => Promise<unknown>)[] = [
+          () => engine.acquire(k),
+          () => engine.acquire(k, { mode: 'read' }),
+          () => engine.tryAcquire(k),
+          () => engine.acquire(['ok', k]),
+          () => engine.withLock(k, () => (ran = true)),
+          () => engine.release(k, 'a'.repeat(32)),
+          () => engine.forceRelease(k),
+          () => engine.inspect(k),
+        ];
+        for (const call of calls) {
+          const err = await failureOf(call);
+          expect(err).toBeInstanceOf(LockKeyError);
+          expect(err).toBeInstanceOf(LockError);
+          expect((err as LockKeyError).value).toBe(key);
+        }
+      });
+      expect(ran).toBe(false);
+    });
+  });
+
+  it('an empty key array and an empty token are rejected with LockKeyError too', async () => {
+    await expectRedisUntouched(async () => {
+      expect(await failureOf(() => engine.acquire([]))).toBeInstanceOf(LockKeyError);
+      expect(await failureOf(() => engine.tryAcquire([]))).toBeInstanceOf(LockKeyError);
+      expect(await failureOf(() => engine.release('k', ''))).toBeInstanceOf(LockKeyError);
+    });
+  });
+
+  it('accepts keys up to 1024 bytes, and braces inside a key', async () => {
+    for (const key of ['x'.repeat(1024), 'é'.repeat(512), 'a}b', '{x}', 'x{']) {
+      const lock = await engine.acquire(key, { waitTimeoutMs: 0 });
+      expect((await engine.inspect(key))?.holders).toHaveLength(1);
+      expect(await lock.release()).toBe(true);
+    }
+    expect(await redis.dbsize()).toBe(0);
+  });
+
+  const badOptions: [string, AcquireOptions, string][] = [
+    ['leaseMs 0', { leaseMs: 0 }, 'leaseMs'],
+    ['leaseMs below the minimum', { leaseMs: 29 }, 'leaseMs'],
+    ['a fractional leaseMs', { leaseMs: 1.5 }, 'leaseMs'],
+    ['leaseMs NaN', { leaseMs: Number.NaN }, 'leaseMs'],
+    ['a negative waitTimeoutMs', { waitTimeoutMs: -1 }, 'waitTimeoutMs'],
+    ["mode 'x'", { mode: 'x' as never }, 'mode'],
+    ["autoExtend 'yes'", { autoExtend: 'yes' as never }, 'autoExtend'],
+    ['a signal that is not an AbortSignal', { signal: {} as never }, 'signal'],
+  ];
+
+  it.each(badOptions)('%s is rejected with LockConfigError naming the option and key, and Redis is unchanged', async (_label, options, option) => {
+    await expectRedisUntouched(async () => {
+      for (const call of [
+        () => engine.acquire('k', options),
+        () => engine.tryAcquire('k', options),
+        () => engine.withLock('k', () => 1, options),
+      ]) {
+        const err = await failureOf(call);
+        expect(err).toBeInstanceOf(LockConfigError);
+        expect(err).toMatchObject({ option, key: 'k' });
+        expect((err as Error).message).toContain(option);
+      }
+    });
+  });
+
+  it.each([
+    ["a keyPrefix with '{'", { keyPrefix: 'app{' }, 'keyPrefix'],
+    ["a keyPrefix with '}'", { keyPrefix: 'app}' }, 'keyPrefix'],
+    ['an engine leaseMs of 0', { leaseMs: 0 }, 'leaseMs'],
+    ['a negative engine waitTimeoutMs', { waitTimeoutMs: -5 }, 'waitTimeoutMs'],
+  ])('an engine with %s is refused with LockConfigError', async (_label, options, option) => {
+    await expectRedisUntouched(async () => {
+      let err: unknown;
+      try {
+        kit.engine({ redis: url, ...options });
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(LockConfigError);
+      expect((err as LockConfigError).option).toBe(option);
+    });
+  });
+});

@@ -1,0 +1,148 @@
+import { performance } from 'node:perf_hooks';
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { LockAcquireTimeoutError } from '../../lib/errors/lock-acquire-timeout.error.js';
+import { LockError } from '../../lib/errors/lock.error.js';
+import type { LockEvents } from '../../lib/locking/lock-events.js';
+import type { LockHandle } from '../../lib/locking/lock.types.js';
+import { LockTestKit, keysUnder, redisNames, rejectionOf, sleep, track, until } from '../support/lock-test-kit.js';
+
+describe('waiting', () => {
+  const kit = new LockTestKit();
+  afterEach(() => kit.closeAll());
+
+  it('gives up after waitTimeoutMs with LockAcquireTimeoutError (key, waitedMs) and leaves no waiter entry', async () => {
+    const engine = kit.engine();
+    const other = kit.peer(engine);
+    const redis = kit.redis();
+    const names = redisNames(engine.settings.keyPrefix, 'k');
+    const timeouts: LockEvents['timeout'][] = [];
+    other.on('timeout', (e) => timeouts.push(e));
+    const lock = await engine.acquire('k', { leaseMs: 5_000 });
+
+    for (const mode of ['write', 'read'] as const) {
+      const started = performance.now();
+      const err = await rejectionOf(other.acquire('k', { mode, waitTimeoutMs: 300 }));
+      const elapsed = performance.now() - started;
+      expect(err).toBeInstanceOf(LockAcquireTimeoutError);
+      expect(err).toBeInstanceOf(LockError);
+      const e = err as LockAcquireTimeoutError;
+      expect(e).toMatchObject({ key: 'k', keys: ['k'], mode, waitTimeoutMs: 300 });
+      expect(e.waitedMs).toBeGreaterThanOrEqual(300);
+      expect(e.waitedMs).toBeLessThanOrEqual(elapsed);
+      expect(e.message).toContain('"k"');
+      expect(elapsed).toBeLessThan(1_500); // not the 5 s lease
+      expect(await keysUnder(redis, engine.settings.keyPrefix)).toEqual([names.state, names.leases].sort());
+    }
+    expect(timeouts.map((t) => t.mode)).toEqual(['write', 'read']);
+
+    // waitTimeoutMs 0 tries once.
+    const zero = await rejectionOf(other.acquire('k', { waitTimeoutMs: 0 }));
+    expect(zero).toBeInstanceOf(LockAcquireTimeoutError);
+    expect((zero as LockAcquireTimeoutError).waitedMs).toBeLessThan(200);
+    expect((await engine.inspect('k'))?.waiting).toBe(0);
+    await lock.release();
+  });
+
+  it('an AbortSignal cancels waiting with signal.reason and leaves no :wq/:rq entry in Redis', async () => {
+    const engine = kit.engine();
+    const other = kit.peer(engine);
+    const redis = kit.redis();
+    const names = redisNames(engine.settings.keyPrefix, 'k');
+    const lock = await engine.acquire('k', { leaseMs: 5_000 });
+
+    for (const mode of ['write', 'read'] as const) {
+      const controller = new AbortController();
+      const reason = new Error(`caller gave up (${mode})`);
+      const waiting = track(other.acquire('k', { mode, waitTimeoutMs: 5_000, signal: controller.signal }));
+      const queue = mode === 'write' ? names.writers : names.readers;
+      await until(async () => (await redis.zcard(queue)) === 1, 2_000, `the ${mode} waiter to register`);
+      await sleep(50);
+      expect(waiting.settled).toBe(false);
+      const abortedAt = performance.now();
+      controller.abort(reason);
+      expect(await rejectionOf(waiting.promise)).toBe(reason);
+      expect(waiting.at! - abortedAt).toBeLessThan(500);
+      const left = await keysUnder(redis, engine.settings.keyPrefix);
+      expect(left).not.toContain(names.writers);
+      expect(left).not.toContain(names.readers);
+      expect((await engine.inspect('k'))?.waiting).toBe(0);
+    }
+
+    // An already aborted signal rejects before any attempt.
+    const controller = new AbortController();
+    controller.abort('stop');
+    expect(await rejectionOf(other.acquire('free-key', { signal: controller.signal }))).toBe('stop');
+    expect(await other.inspect('free-key')).toBeNull();
+
+    // The writer that gave up left no registration behind to hold readers back (writer preference).
+    await lock.release();
+    const reader = await other.acquire('k', { mode: 'read', waitTimeoutMs: 0 });
+    await reader.release();
+  });
+
+  it('a release wakes exactly one of several waiting writers, each in turn', async () => {
+    const engine = kit.engine();
+    const engines = [engine, kit.peer(engine), kit.peer(engine)];
+    const holder = await engine.acquire('k', { leaseMs: 10_000 });
+    const acquired: LockHandle[] = [];
+    const waiters = Array.from({ length: 6 }, (_, i) =>
+      engines[i % 3].acquire('k', { leaseMs: 10_000, waitTimeoutMs: 10_000 }).then((h) => {
+        acquired.push(h);
+        return h;
+      }),
+    );
+    await until(async () => (await engine.inspect('k'))?.waitingWriters === 6, 2_000, '6 writers to queue');
+
+    let current = holder;
+    for (let left = 6; left > 0; left--) {
+      const releasedAt = performance.now();
+      const before = acquired.length;
+      await current.release();
+      await until(() => acquired.length > before, 1_000, 'the next writer');
+      // Promptly (10 s leases: only a wake-up explains it), and only one.
+      expect(performance.now() - releasedAt).toBeLessThan(1_000);
+      await sleep(50);
+      expect(acquired.length).toBe(before + 1);
+      const info = await engine.inspect('k');
+      expect(info?.holders).toHaveLength(1);
+      expect(info?.waitingWriters).toBe(left - 1);
+      current = acquired[acquired.length - 1];
+    }
+    await current.release();
+    await Promise.all(waiters);
+  });
+
+  it('a release that lands while the waiter is still subscribing is not missed', async () => {
+    const engine = kit.engine();
+    const waiter = kit.peer(engine);
+    let current: LockHandle | undefined;
+    // Release the moment the waiter's first attempt has failed, racing its SUBSCRIBE.
+    waiter.on('contended', () => {
+      current?.release();
+    });
+    for (let i = 0; i < 10; i++) {
+      const key = `race${i}`; // a fresh channel each time: no subscription is already live
+      current = await engine.acquire(key, { leaseMs: 10_000 });
+      const started = performance.now();
+      const next = await waiter.acquire(key, { waitTimeoutMs: 3_000 });
+      // Not the 10 s lease: the waiter saw the release.
+      expect(performance.now() - started).toBeLessThan(1_000);
+      current = undefined;
+      await next.release();
+    }
+  });
+
+  it('a waiter that is not woken still retries when the blocking lease can have run out', async () => {
+    const engine = kit.engine();
+    const other = kit.peer(engine);
+    // The holder's lease runs out without any release, so no wake-up message is ever sent.
+    const lock = await engine.acquire('k', { leaseMs: 400, autoExtend: false });
+    const started = performance.now();
+    const next = await other.acquire('k', { waitTimeoutMs: 3_000 });
+    const waited = performance.now() - started;
+    expect(waited).toBeGreaterThan(300);
+    expect(waited).toBeLessThan(1_500);
+    expect(lock.signal.aborted).toBe(true);
+    await next.release();
+  });
+});
