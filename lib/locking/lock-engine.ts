@@ -283,7 +283,8 @@ export class LockEngine {
     waiting: boolean,
   ): Promise<{ hold: Hold; reentrant: boolean } | null> {
     const pendingKey = `${o.mode}:${this.slot(keys.key)}`;
-    // Parallel branches of one owner context: let the first acquisition finish, then re-enter it.
+    // Parallel branches of one owner context: let the first acquisition (or a release in flight) finish, then
+    // re-enter; commands of one token on one key are never in flight together.
     for (let p = owner.pending.get(pendingKey); p; p = owner.pending.get(pendingKey)) await p.catch(() => undefined);
     const existing = owner.hold(this.slot(keys.key), o.mode);
     if (o.mode === 'write' && !existing && owner.hold(this.slot(keys.key), 'read')) throw new LockUpgradeError(keys.key);
@@ -440,12 +441,19 @@ export class LockEngine {
     const last = hold.count <= 0;
     if (last) this.endHold(hold);
     if (hold.lost) return false;
-    const reply = (await runScript(
-      this.client,
-      RELEASE,
-      hold.keys.all,
-      [hold.token, hold.owner.nextSeq(), hold.keys.channel],
-    )) as number;
+    // One command at a time per owner, key and mode: a command that Redis answered NOSCRIPT is re-sent as EVAL,
+    // and must not land after a later command of the same token (whose higher seq would make Redis skip it).
+    const { owner } = hold;
+    const pendingKey = `${hold.mode}:${this.slot(hold.key)}`;
+    for (let p = owner.pending.get(pendingKey); p; p = owner.pending.get(pendingKey)) await p.catch(() => undefined);
+    const op = runScript(this.client, RELEASE, hold.keys.all, [hold.token, owner.nextSeq(), hold.keys.channel]);
+    owner.pending.set(pendingKey, op);
+    let reply: number;
+    try {
+      reply = (await op) as number;
+    } finally {
+      if (owner.pending.get(pendingKey) === op) owner.pending.delete(pendingKey);
+    }
     if (reply === 0) {
       this.markLost(hold, 'not-in-redis');
       return false;
