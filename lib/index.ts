@@ -19,7 +19,16 @@ export type { LockEngineOptions } from './locking/lock-engine.js';
 export { DEFAULT_LOCK_SETTINGS } from './locking/lock-options.js';
 export type { LockEngineSettings } from './locking/lock-options.js';
 export type { AcquireOptions, LockHandle, LockHolderInfo, LockInfo, LockMode } from './locking/lock.types.js';
-export type { LockEvents, LockEventName, LockEventListener, LockLogger } from './locking/lock-events.js';
+export type {
+  LockEvents,
+  LockEventName,
+  LockEventListener,
+  LockLogger,
+  HeldTooLongEvent,
+  LockHolderIdentity,
+} from './locking/lock-events.js';
+export { attachLockMetrics, LOCK_METRICS } from './observability/lock-metrics.js';
+export type { LockMetricsOptions, MeterLike } from './observability/lock-metrics.js';
 export type { RedisConnectionInput } from './redis/connection.js';
 export { MAX_KEY_BYTES } from './redis/key-layout.js';
 

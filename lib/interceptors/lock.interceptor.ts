@@ -1,7 +1,8 @@
-import { BadRequestException } from '@nestjs/common';
+import { BadRequestException, ServiceUnavailableException } from '@nestjs/common';
 import type { CallHandler, ExecutionContext, NestInterceptor } from '@nestjs/common';
 import { Observable, catchError, throwError } from 'rxjs';
 import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error.js';
+import { LockClosedError } from '../errors/lock-closed.error.js';
 import { LockKeyError } from '../errors/lock-key.error.js';
 import { LOCKED_METADATA } from '../decorators/locked.constants.js';
 import type { LockedMethodSpec } from '../decorators/locked.constants.js';
@@ -17,7 +18,8 @@ import { LockConflictException } from './lock-conflict.exception.js';
  * gives the decorated method a slot in a fresh owner context; the method acquires the lock with its resolved
  * arguments and leaves the handle there; the interceptor releases it when the response Observable completes,
  * errors or is unsubscribed (so a streamed or Observable response stays locked to the end). On HTTP it maps
- * `LockAcquireTimeoutError` to 409 (`conflictStatus`) and `LockKeyError` to 400; other errors pass untouched.
+ * `LockAcquireTimeoutError` to 409 (`conflictStatus`), `LockKeyError` to 400 and `LockClosedError` (shutting
+ * down) to 503; other errors pass untouched.
  */
 export class LockInterceptor implements NestInterceptor {
   /** Maps lock errors of an HTTP handler to HTTP exceptions; override to change the mapping. */
@@ -25,6 +27,9 @@ export class LockInterceptor implements NestInterceptor {
     if (err instanceof LockAcquireTimeoutError) return new LockConflictException(err, runtime.conflictStatus);
     if (err instanceof LockKeyError) {
       return new BadRequestException({ statusCode: 400, error: 'Bad Request', message: err.message }, { cause: err });
+    }
+    if (err instanceof LockClosedError) {
+      return new ServiceUnavailableException({ statusCode: 503, error: 'Service Unavailable', message: err.message }, { cause: err });
     }
     return err;
   }

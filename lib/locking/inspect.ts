@@ -9,7 +9,7 @@ export async function inspectLock(client: RedisClient, keys: LockKeys): Promise<
   const [now, fields, leases, writersWaiting, readersWaiting] = (await runScript(
     client,
     INSPECT,
-    [keys.state, keys.leases, keys.writers, keys.readers],
+    keys.all,
     [],
   )) as [number, string[], string[], number, number];
   const state = new Map<string, string>();

@@ -26,6 +26,8 @@ import { LockOwner, newInstanceId, ownerStorage } from './owner-context.js';
 import type { DeferredReleaseSlot, LockFrame } from './owner-context.js';
 import { WaitSignal } from './wait-signal.js';
 import { Watchdog } from './watchdog.js';
+import { LockAlarm, describeHeldTooLong } from './lock-alarm.js';
+import type { WaitRecord } from './lock-alarm.js';
 
 /** Options of a `LockEngine`: the connection plus the engine settings (all optional but `redis`). */
 export interface LockEngineOptions extends Partial<LockEngineSettings> {
@@ -62,8 +64,12 @@ export class LockEngine {
   private readonly holderInfo: string;
   private readonly sleepers = new Set<WaitSignal>();
   private readonly inflight = new Set<Promise<unknown>>();
+  private readonly waits = new Set<WaitRecord>();
+  private readonly alarm: LockAlarm;
   private waiterSeq = 0;
   private closed = false;
+  /** Set by `beginShutdown`: new holds are refused and waiters rejected; re-entry by current holders goes on. */
+  private closing = false;
 
   constructor(options: LockEngineOptions) {
     this.settings = resolveEngineSettings({
@@ -72,6 +78,8 @@ export class LockEngine {
       waitTimeoutMs: options.waitTimeoutMs,
       autoExtend: options.autoExtend,
       appName: options.appName,
+      holdWarningMs: options.holdWarningMs,
+      waitWarningMs: options.waitWarningMs,
     });
     this.logger = options.logger ?? consoleLogger;
     this.connections = openConnections(options.redis);
@@ -88,6 +96,19 @@ export class LockEngine {
     this.events.setMaxListeners(0);
     const clean = (s: string) => s.replace(/\|/g, '_');
     this.holderInfo = `${clean(hostname())}|${process.pid}|${clean(this.settings.appName)}`;
+    this.alarm = new LockAlarm(
+      this.settings.holdWarningMs,
+      this.settings.waitWarningMs,
+      { host: hostname(), pid: process.pid, app: this.settings.appName },
+      () => this.watchdog.list(),
+      () => this.waits,
+      (key) => this.inspect(key),
+      (event) => {
+        this.logger.warn(describeHeldTooLong(event));
+        this.emit('held-too-long', event);
+      },
+    );
+    this.alarm.start();
   }
 
   /** The command connection (shared with the application when it passed its own client). */
@@ -221,7 +242,6 @@ export class LockEngine {
   ): Promise<LockHandle | null> {
     const keys = normalizeKeys(input);
     const resolved = resolveAcquireOptions(this.settings, options, keys[0]);
-    if (this.closed) throw new LockClosedError(keys[0]);
     resolved.signal?.throwIfAborted();
     const start = performance.now();
     const deadline = waiting ? start + resolved.waitTimeoutMs : start;
@@ -263,7 +283,8 @@ export class LockEngine {
     waiting: boolean,
   ): Promise<{ hold: Hold; reentrant: boolean } | null> {
     const pendingKey = `${o.mode}:${this.slot(keys.key)}`;
-    // Parallel branches of one owner context: let the first acquisition finish, then re-enter it.
+    // Parallel branches of one owner context: let the first acquisition (or a release in flight) finish, then
+    // re-enter; commands of one token on one key are never in flight together.
     for (let p = owner.pending.get(pendingKey); p; p = owner.pending.get(pendingKey)) await p.catch(() => undefined);
     const existing = owner.hold(this.slot(keys.key), o.mode);
     if (o.mode === 'write' && !existing && owner.hold(this.slot(keys.key), 'read')) throw new LockUpgradeError(keys.key);
@@ -282,7 +303,7 @@ export class LockEngine {
     if (hold.lost) throw hold.lost;
     hold.count++;
     try {
-      const reply = await this.runAcquire(hold.keys, hold.mode, hold.token, o.leaseMs, '', '', true, hold.owner);
+      const reply = await this.runAcquire(hold.keys, hold.mode, hold.token, o.leaseMs, '', '', true, hold.owner, false);
       if (reply[0] !== 1) {
         hold.count--;
         this.markLost(hold, 'not-in-redis');
@@ -313,14 +334,15 @@ export class LockEngine {
     waiterId: string,
     reentry: boolean,
     owner: LockOwner,
+    fair: boolean,
   ): Promise<[number, number, number]> {
     // Holder info as `inspect` decodes it: host|pid|app|owner.
     const info = `${this.holderInfo}|${owner.id}`;
     return runScript(
       this.client,
       ACQUIRE,
-      [keys.state, keys.leases, keys.writers, keys.readers],
-      [token, mode === 'write' ? 'w' : 'r', leaseMs, owner.nextSeq(), downgradeToken, waiterId, info, keys.channel, reentry ? '1' : '0'],
+      keys.all,
+      [token, mode === 'write' ? 'w' : 'r', leaseMs, owner.nextSeq(), downgradeToken, waiterId, info, keys.channel, reentry ? '1' : '0', fair ? '1' : '0'],
     ) as Promise<[number, number, number]>;
   }
 
@@ -339,8 +361,9 @@ export class LockEngine {
     const waiterId = waiting ? `${this.instanceId}.${++this.waiterSeq}` : '';
     const wakeUp = new WaitSignal();
     const onMessage = (msg: string) => {
-      if (msg === 'a' || msg === `w:${waiterId}` || (msg === 'r' && mode === 'read')) wakeUp.fire();
+      if (msg === `f:${waiterId}` || msg === `w:${waiterId}` || (msg === 'r' && mode === 'read')) wakeUp.fire();
     };
+    let waitRecord: WaitRecord | undefined;
     // When this process already listens on the lock's channel, join before the first attempt: no wake-up is missed.
     let listener = waiting && this.subscriber.isLive(keys.channel) ? this.subscriber.listen(keys.channel, onMessage) : undefined;
     let registered = false;
@@ -349,10 +372,10 @@ export class LockEngine {
     this.sleepers.add(wakeUp);
     try {
       for (;;) {
-        if (this.closed) throw new LockClosedError(keys.key);
+        if (this.closing) throw new LockClosedError(keys.key);
         wakeUp.reset();
         const sentAt = performance.now();
-        const [ok, value] = await this.runAcquire(keys, mode, token, o.leaseMs, downgradeToken, waiterId, false, owner);
+        const [ok, value] = await this.runAcquire(keys, mode, token, o.leaseMs, downgradeToken, waiterId, false, owner, o.fair);
         if (ok === 1) {
           granted = true;
           const hold = new Hold(owner, keys, mode, token, value, o.leaseMs, o.autoExtend, sentAt);
@@ -365,6 +388,10 @@ export class LockEngine {
         if (!contended) {
           contended = true;
           this.emit('contended', { key: keys.key, mode, owner: owner.id });
+          if (waiting) {
+            waitRecord = { key: keys.key, mode, owner: owner.id, startedAt: start, alarmed: false };
+            this.waits.add(waitRecord);
+          }
         }
         if (!waiting) return null;
         const remaining = deadline - performance.now();
@@ -384,6 +411,7 @@ export class LockEngine {
         o.signal?.throwIfAborted();
       }
     } finally {
+      if (waitRecord) this.waits.delete(waitRecord);
       this.sleepers.delete(wakeUp);
       listener?.stop();
       if (registered && !granted) await this.cancelWait(keys, mode, waiterId);
@@ -395,7 +423,7 @@ export class LockEngine {
       await runScript(
         this.client,
         CANCEL_WAIT,
-        [keys.state, keys.leases, keys.writers, keys.readers],
+        keys.all,
         [waiterId, mode === 'write' ? 'w' : 'r', keys.channel],
       );
     } catch (err) {
@@ -413,12 +441,19 @@ export class LockEngine {
     const last = hold.count <= 0;
     if (last) this.endHold(hold);
     if (hold.lost) return false;
-    const reply = (await runScript(
-      this.client,
-      RELEASE,
-      [hold.keys.state, hold.keys.leases, hold.keys.writers, hold.keys.readers],
-      [hold.token, hold.owner.nextSeq(), hold.keys.channel],
-    )) as number;
+    // One command at a time per owner, key and mode: a command that Redis answered NOSCRIPT is re-sent as EVAL,
+    // and must not land after a later command of the same token (whose higher seq would make Redis skip it).
+    const { owner } = hold;
+    const pendingKey = `${hold.mode}:${this.slot(hold.key)}`;
+    for (let p = owner.pending.get(pendingKey); p; p = owner.pending.get(pendingKey)) await p.catch(() => undefined);
+    const op = runScript(this.client, RELEASE, hold.keys.all, [hold.token, owner.nextSeq(), hold.keys.channel]);
+    owner.pending.set(pendingKey, op);
+    let reply: number;
+    try {
+      reply = (await op) as number;
+    } finally {
+      if (owner.pending.get(pendingKey) === op) owner.pending.delete(pendingKey);
+    }
     if (reply === 0) {
       this.markLost(hold, 'not-in-redis');
       return false;
@@ -436,7 +471,7 @@ export class LockEngine {
   /** Makes `hold`'s lease run `ms` from now. Returns false if Redis no longer has the hold. */
   async extendHold(hold: Hold, ms: number): Promise<boolean> {
     const sentAt = performance.now();
-    const ok = (await runScript(this.client, EXTEND, [hold.keys.state, hold.keys.leases], [hold.token, ms])) === 1;
+    const ok = (await runScript(this.client, EXTEND, hold.keys.all, [hold.token, ms])) === 1;
     if (!ok) {
       this.markLost(hold, 'not-in-redis');
       return false;
@@ -486,14 +521,14 @@ export class LockEngine {
       throw new LockKeyError(`invalid token for "${key}": expected the non-empty token of a LockHandle`, token, key);
     }
     for (const hold of this.watchdog.list()) if (hold.key === key && hold.token === token) this.endHold(hold);
-    const reply = await runScript(this.client, RELEASE, [keys.state, keys.leases, keys.writers, keys.readers], [token, '', keys.channel]);
+    const reply = await runScript(this.client, RELEASE, keys.all, [token, '', keys.channel]);
     return reply === 2;
   }
 
   /** Frees `key` whoever holds it; holders find out at their next renewal. Resolves `true` if it was held. */
   async forceRelease(key: string): Promise<boolean> {
     const keys = lockKeys(this.settings.keyPrefix, validateLockKey(key));
-    const reply = await runScript(this.client, FORCE_RELEASE, [keys.state, keys.leases, keys.writers, keys.readers], [keys.channel]);
+    const reply = await runScript(this.client, FORCE_RELEASE, keys.all, [keys.channel]);
     for (const hold of this.watchdog.list()) if (hold.key === key) this.markLost(hold, 'not-in-redis');
     return reply === 1;
   }
@@ -504,13 +539,52 @@ export class LockEngine {
   }
 
   /**
+   * Round trip to Redis on the command and the subscriber connections, each bounded by `timeoutMs`: what a
+   * health check needs. Never throws.
+   */
+  async ping(timeoutMs = 1_000): Promise<{ command: boolean; subscriber: boolean; commandMs: number; subscriberMs: number; error?: string }> {
+    let error: string | undefined;
+    const timed = async (c: RedisClient): Promise<[boolean, number]> => {
+      const start = performance.now();
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        await Promise.race([
+          c.ping(),
+          new Promise((_, reject) => {
+            timer = setTimeout(() => reject(new Error(`no PING answer within ${timeoutMs} ms`)), timeoutMs);
+          }),
+        ]);
+        return [true, performance.now() - start];
+      } catch (err) {
+        error ??= errorText(err);
+        return [false, performance.now() - start];
+      } finally {
+        clearTimeout(timer);
+      }
+    };
+    const [[command, commandMs], [subscriber, subscriberMs]] = await Promise.all([timed(this.client), timed(this.connections.subscriber)]);
+    return { command, subscriber, commandMs, subscriberMs, ...(error ? { error } : {}) };
+  }
+
+  /**
+   * First step of a graceful shutdown: waiting and new acquisitions reject with `LockClosedError`, while the
+   * current holders finish their work (re-entering their own locks still works). `close()` does the rest.
+   */
+  beginShutdown(): void {
+    if (this.closing) return;
+    this.closing = true;
+    this.alarm.stop();
+    for (const s of this.sleepers) s.fire();
+  }
+
+  /**
    * Stops the engine: pending acquisitions reject with `LockClosedError`, the watchdog stops, every hold of
    * this process is released in Redis, and the connections the engine opened are closed.
    */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    for (const s of this.sleepers) s.fire();
+    this.beginShutdown();
     await Promise.allSettled([...this.inflight]);
     const holds = this.watchdog.list();
     this.watchdog.stop();
@@ -518,7 +592,7 @@ export class LockEngine {
       holds.map(async (hold) => {
         hold.ended = true;
         try {
-          await runScript(this.client, RELEASE, [hold.keys.state, hold.keys.leases, hold.keys.writers, hold.keys.readers], [hold.token, '', hold.keys.channel]);
+          await runScript(this.client, RELEASE, hold.keys.all, [hold.token, '', hold.keys.channel]);
         } catch (err) {
           this.logger.warn(`could not release "${hold.key}" on shutdown (its lease will free it): ${errorText(err)}`);
         }

@@ -8,6 +8,29 @@ interface LockEventBase {
   readonly owner: string;
 }
 
+/** Who holds a lock, as reported by the held-too-long alarm. */
+export interface LockHolderIdentity {
+  readonly owner: string;
+  readonly host: string;
+  readonly pid: number;
+  readonly app: string;
+  readonly mode: LockMode;
+  readonly since: Date;
+}
+
+/**
+ * The deadlock alarm: a hold kept past `holdWarningMs` (`detectedBy: 'holder'`, reported by the holding process)
+ * or a waiter stuck past `waitWarningMs` (`detectedBy: 'waiter'`, with the holders read from Redis). Once each.
+ */
+export type HeldTooLongEvent = LockEventBase & {
+  readonly detectedBy: 'holder' | 'waiter';
+  /** How long the (oldest) holder has held it, in milliseconds. */
+  readonly heldMs: number;
+  /** For `'waiter'`: how long the waiter has waited, in milliseconds; `0` for `'holder'`. */
+  readonly waitedMs: number;
+  readonly holders: readonly LockHolderIdentity[];
+};
+
 /** Payload of every event, by event name. */
 export interface LockEvents {
   /** A hold began or was re-entered. `waitedMs`: time spent waiting, in milliseconds. */
@@ -20,6 +43,8 @@ export interface LockEvents {
   timeout: LockEventBase & { readonly waitedMs: number };
   /** A held lock was lost; `heldMs` since it was acquired. */
   lost: LockEventBase & { readonly heldMs: number; readonly error: LockLostError };
+  /** The deadlock alarm (see `HeldTooLongEvent`). */
+  'held-too-long': HeldTooLongEvent;
 }
 
 /** Event names, for typed subscription. */

@@ -13,6 +13,10 @@ export interface LockEngineSettings {
   readonly autoExtend: boolean;
   /** Application name recorded with each hold for `inspect`. Default: `npm_package_name`, else `''`. */
   readonly appName: string;
+  /** Deadlock alarm: report a hold kept longer than this, in milliseconds, once. Default `60_000`; `0` turns it off. */
+  readonly holdWarningMs: number;
+  /** Deadlock alarm: report a waiter waiting longer than this, in milliseconds, once, with the holders. Default `5_000`; `0` turns it off. */
+  readonly waitWarningMs: number;
 }
 
 /** The defaults; the one place they live. */
@@ -22,6 +26,8 @@ export const DEFAULT_LOCK_SETTINGS: LockEngineSettings = Object.freeze({
   waitTimeoutMs: 10_000,
   autoExtend: true,
   appName: process.env.npm_package_name ?? '',
+  holdWarningMs: 60_000,
+  waitWarningMs: 5_000,
 });
 
 /** Smallest lease accepted, in milliseconds: below it the watchdog cannot renew in time. */
@@ -36,6 +42,7 @@ export interface ResolvedAcquireOptions {
   readonly autoExtend: boolean;
   readonly waitTimeoutMs: number;
   readonly signal: AbortSignal | undefined;
+  readonly fair: boolean;
 }
 
 function checkDuration(option: string, value: unknown, min: number, allowInfinity: boolean): number {
@@ -64,6 +71,8 @@ export function resolveEngineSettings(input: Partial<LockEngineSettings> = {}): 
   }
   checkDuration('leaseMs', merged.leaseMs, MIN_LEASE_MS, false);
   checkDuration('waitTimeoutMs', merged.waitTimeoutMs, 0, true);
+  checkDuration('holdWarningMs', merged.holdWarningMs, 0, false);
+  checkDuration('waitWarningMs', merged.waitWarningMs, 0, false);
   if (typeof merged.autoExtend !== 'boolean') {
     throw new LockConfigError(`invalid autoExtend: ${String(merged.autoExtend)}; expected true or false`, 'autoExtend');
   }
@@ -101,7 +110,11 @@ export function resolveAcquireOptions(
   if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) {
     throw new LockConfigError(`invalid signal for "${key}": expected an AbortSignal`, 'signal', key);
   }
-  return { mode, leaseMs, autoExtend, waitTimeoutMs, signal: o.signal };
+  const fair = o.fair ?? false;
+  if (typeof fair !== 'boolean') {
+    throw new LockConfigError(`invalid fair for "${key}": expected true or false`, 'fair', key);
+  }
+  return { mode, leaseMs, autoExtend, waitTimeoutMs, signal: o.signal, fair };
 }
 
 function stripUndefined<T extends object>(o: T): Partial<T> {

@@ -13,6 +13,11 @@ export interface AcquireOptions {
   readonly waitTimeoutMs?: number;
   /** Cancels waiting: the call rejects with `signal.reason`. Has no effect once the lock is held. */
   readonly signal?: AbortSignal;
+  /**
+   * Fair lock: waiters are served in arrival order (consecutive readers at the head enter together) and only the
+   * next one is woken. Default `false`. Use the same fairness for every acquisition of a key.
+   */
+  readonly fair?: boolean;
 }
 
 /** A held lock (one or several keys, all or nothing). */

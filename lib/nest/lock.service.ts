@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import type { OnApplicationShutdown } from '@nestjs/common';
+import type { BeforeApplicationShutdown, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { attachOpenTelemetryMetrics } from '../observability/lock-metrics.js';
 import type { LockEventListener, LockEventName } from '../locking/lock-events.js';
 import { LockEngine } from '../locking/lock-engine.js';
 import type { AcquireOptions, LockHandle, LockInfo } from '../locking/lock.types.js';
@@ -15,13 +16,14 @@ export type ModeFixedOptions = Omit<AcquireOptions, 'mode'>;
  * Distributed read/write locks on Redis, injectable anywhere. A thin Nest wrapper over `LockEngine`.
  */
 @Injectable()
-export class LockService implements OnApplicationShutdown {
+export class LockService implements OnModuleInit, BeforeApplicationShutdown, OnApplicationShutdown {
   /** The framework-free engine underneath (events, settings, the Redis connection). */
   readonly engine: LockEngine;
   private readonly logger = new Logger('RedisLock');
   private readonly runtime: LockRuntime;
+  private detachMetrics: (() => void) | undefined;
 
-  constructor(@Inject(MODULE_OPTIONS_TOKEN) options: RedisLockModuleOptions) {
+  constructor(@Inject(MODULE_OPTIONS_TOKEN) private readonly options: RedisLockModuleOptions) {
     this.engine = new LockEngine({ ...options, logger: options.logger ?? this.logger });
     const logger = this.logger;
     this.runtime = {
@@ -31,6 +33,13 @@ export class LockService implements OnApplicationShutdown {
       warn: (m) => logger.warn(m),
     };
     LockRegistry.register(this.runtime);
+  }
+
+  /** Starts the OpenTelemetry metrics when enabled and `@opentelemetry/api` is installed. */
+  async onModuleInit(): Promise<void> {
+    const metrics = this.options.metrics ?? true;
+    if (metrics === false) return;
+    this.detachMetrics = await attachOpenTelemetryMetrics(this.engine, metrics === true ? {} : metrics, this.logger);
   }
 
   /** Waits up to `waitTimeoutMs`, then rejects with `LockAcquireTimeoutError`. */
@@ -88,9 +97,18 @@ export class LockService implements OnApplicationShutdown {
     return this.engine.on(event, listener);
   }
 
-  /** Releases this process's locks and closes the connections the library opened. */
+  /**
+   * Shutdown, step 1 (before the HTTP server stops): waiting acquisitions reject with `LockClosedError` (HTTP 503
+   * on a decorated controller) and new ones are refused; requests holding locks finish.
+   */
+  beforeApplicationShutdown(): void {
+    this.engine.beginShutdown();
+  }
+
+  /** Shutdown, step 2: releases this process's remaining locks and closes the connections the library opened. */
   async onApplicationShutdown(): Promise<void> {
     LockRegistry.unregister(this.runtime);
+    this.detachMetrics?.();
     await this.engine.close();
   }
 }

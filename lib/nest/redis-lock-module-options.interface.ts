@@ -1,4 +1,5 @@
 import type { LockEngineOptions } from '../locking/lock-engine.js';
+import type { LockMetricsOptions } from '../observability/lock-metrics.js';
 
 /** What a decorated method does when its lock was lost while it ran. */
 export type OnLockLost =
@@ -15,6 +16,11 @@ export interface RedisLockModuleOptions extends LockEngineOptions {
   readonly onLockLost?: OnLockLost;
   /** HTTP status a controller answers when a decorated handler's lock times out. Default `409` (Conflict). */
   readonly conflictStatus?: number;
+  /**
+   * OpenTelemetry metrics, recorded when `@opentelemetry/api` is installed: `true` (default) uses the global
+   * meter provider, `false` turns them off, an object sets the meter or opts in to the `lock.key` attribute.
+   */
+  readonly metrics?: boolean | LockMetricsOptions;
 }
 
 /** Interface of a class for `forRootAsync({ useClass })`. */

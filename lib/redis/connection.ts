@@ -59,6 +59,11 @@ export function openConnections(input: RedisConnectionInput | undefined): LockCo
 
 async function quietly(c: RedisClient): Promise<void> {
   if (c.status === 'end') return;
+  if (c.status !== 'ready') {
+    // Not connected (Redis down, reconnecting): QUIT would wait for a connection that may never come.
+    c.disconnect();
+    return;
+  }
   try {
     await c.quit();
   } catch {

@@ -9,6 +9,8 @@ export const MAX_KEY_BYTES = 1024;
  * - `leases`  sorted set: holder token -> lease expiry (Redis server time, ms);
  * - `writers` sorted set: waiting writer id -> registration expiry (writer preference, targeted wake-up);
  * - `readers` sorted set: waiting reader id -> registration expiry;
+ * - `queue` sorted set: fair waiter `<w|r>:<id>` -> arrival time (µs), the FIFO order;
+ * - `deadlines` sorted set: fair waiter -> registration expiry (a dead waiter drops out of the queue);
  * - `channel` pub/sub channel for wake-ups.
  */
 export interface LockKeys {
@@ -17,7 +19,11 @@ export interface LockKeys {
   readonly leases: string;
   readonly writers: string;
   readonly readers: string;
+  readonly queue: string;
+  readonly deadlines: string;
   readonly channel: string;
+  /** The six keys every per-lock script takes, in order. */
+  readonly all: readonly string[];
 }
 
 /** Throws `LockKeyError` unless `key` is a non-empty string of at most 1024 bytes that can form a hash tag. */
@@ -44,14 +50,13 @@ export function validateLockKey(key: unknown): string {
 /** The Redis names for `key` under `prefix` (the key must be valid). */
 export function lockKeys(prefix: string, key: string): LockKeys {
   const base = `${prefix}{${key}}`;
-  return {
-    key,
-    state: base,
-    leases: `${base}:leases`,
-    writers: `${base}:wq`,
-    readers: `${base}:rq`,
-    channel: `${base}:ch`,
-  };
+  const state = base;
+  const leases = `${base}:leases`;
+  const writers = `${base}:wq`;
+  const readers = `${base}:rq`;
+  const queue = `${base}:fq`;
+  const deadlines = `${base}:fd`;
+  return { key, state, leases, writers, readers, queue, deadlines, channel: `${base}:ch`, all: [state, leases, writers, readers, queue, deadlines] };
 }
 
 function describe(v: unknown): string {

@@ -4,11 +4,13 @@ import { createHash } from 'node:crypto';
  * Every Lua script of the library. Each is a constant: user data only ever reaches Redis through KEYS and ARGV.
  * Scripts read the clock with `TIME` (Redis server time), never a client's.
  *
- * Per lock (see `key-layout.ts`), with keys in this order for every script:
- *   KEYS[1] state hash   `w` writer token, `f` last fencing token, `h:<token>` = "count|seq|fence|since|info"
- *   KEYS[2] leases zset  holder token -> lease expiry (ms)
- *   KEYS[3] writers zset waiting writer id -> registration expiry (ms)
- *   KEYS[4] readers zset waiting reader id -> registration expiry (ms)
+ * Per lock (see `key-layout.ts`), with keys in this order for every per-lock script:
+ *   KEYS[1] state hash     `w` writer token, `f` last fencing token, `h:<token>` = "count|seq|fence|since|info"
+ *   KEYS[2] leases zset    holder token -> lease expiry (ms)
+ *   KEYS[3] writers zset   waiting (non-fair) writer id -> registration expiry (ms)
+ *   KEYS[4] readers zset   waiting (non-fair) reader id -> registration expiry (ms)
+ *   KEYS[5] queue zset     fair waiter '<w|r>:<id>' -> arrival (Redis time, µs)
+ *   KEYS[6] deadlines zset fair waiter '<w|r>:<id>' -> registration expiry (ms)
  *
  * `seq` is an increasing operation number per owner (so per token): a command that the client re-sends after a
  * reconnect carries a `seq` Redis has already seen and is not applied a second time.
@@ -23,49 +25,81 @@ function script(name: string, source: string): LuaScript {
   return Object.freeze({ name, source, sha: createHash('sha1').update(source).digest('hex') });
 }
 
-/** Helpers shared by the scripts: clock, purge of dead holders, expiry bookkeeping, wake-ups. */
+/** Helpers shared by the scripts: clock, purge of dead holders and waiters, expiry bookkeeping, wake-ups. */
 const PRELUDE = `
 local function clock()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
+-- The keys of one lock, in the order every per-lock script receives them.
+local function lockKeys()
+  return { state = KEYS[1], leases = KEYS[2], writers = KEYS[3], readers = KEYS[4], queue = KEYS[5], deadlines = KEYS[6] }
+end
+
 -- Drops holders whose lease ran out. Returns true if any was dropped.
-local function purge(state, leases, now)
-  local dead = redis.call('ZRANGEBYSCORE', leases, '-inf', now)
+local function purge(K, now)
+  local dead = redis.call('ZRANGEBYSCORE', K.leases, '-inf', now)
   if #dead == 0 then return false end
-  local writer = redis.call('HGET', state, 'w')
+  local writer = redis.call('HGET', K.state, 'w')
   for i = 1, #dead do
-    redis.call('HDEL', state, 'h:' .. dead[i])
-    if dead[i] == writer then redis.call('HDEL', state, 'w') end
+    redis.call('HDEL', K.state, 'h:' .. dead[i])
+    if dead[i] == writer then redis.call('HDEL', K.state, 'w') end
   end
-  redis.call('ZREMRANGEBYSCORE', leases, '-inf', now)
+  redis.call('ZREMRANGEBYSCORE', K.leases, '-inf', now)
   return true
+end
+
+-- Drops fair-queue entries whose registration ran out (a waiter that died or stopped refreshing).
+local function purgeQueue(K, now)
+  local dead = redis.call('ZRANGEBYSCORE', K.deadlines, '-inf', now)
+  if #dead == 0 then return end
+  redis.call('ZREM', K.queue, unpack(dead))
+  redis.call('ZREMRANGEBYSCORE', K.deadlines, '-inf', now)
 end
 
 -- After holders changed: delete the lock when nobody holds it, else let both keys live as long as the
 -- longest lease (so a lock whose every holder died frees itself).
-local function settle(state, leases)
-  local top = redis.call('ZRANGE', leases, -1, -1, 'WITHSCORES')
+local function settle(K)
+  local top = redis.call('ZRANGE', K.leases, -1, -1, 'WITHSCORES')
   if #top == 0 then
-    redis.call('DEL', state, leases)
+    redis.call('DEL', K.state, K.leases)
   else
-    redis.call('PEXPIREAT', state, top[2])
-    redis.call('PEXPIREAT', leases, top[2])
+    redis.call('PEXPIREAT', K.state, top[2])
+    redis.call('PEXPIREAT', K.leases, top[2])
   end
 end
 
--- Wakes whoever can now get in: one waiting writer if the lock is free, else every waiting reader when no
--- writer holds or waits. The message names the writer, so only that waiter retries.
-local function wake(state, leases, writers, readers, channel, now)
-  if redis.call('EXISTS', writers, readers) == 0 then return end
-  if redis.call('HEXISTS', state, 'w') == 1 then return end
-  local w = redis.call('ZRANGEBYSCORE', writers, '(' .. now, '+inf', 'LIMIT', 0, 1)
-  if #w > 0 then
-    if redis.call('ZCARD', leases) == 0 then redis.call('PUBLISH', channel, 'w:' .. w[1]) end
+-- Wakes whoever can now get in. Fair waiters first, by name: the head of the queue, or every reader in the
+-- run of readers at its head. Otherwise one waiting writer if the lock is free, else every waiting reader
+-- when no writer holds or waits. Messages name their waiter, so only that waiter retries.
+local function wake(K, channel, now)
+  if redis.call('EXISTS', K.writers, K.readers, K.queue) == 0 then return end
+  if redis.call('HEXISTS', K.state, 'w') == 1 then return end
+  purgeQueue(K, now)
+  local q = redis.call('ZRANGE', K.queue, 0, 63)
+  if #q > 0 then
+    if string.sub(q[1], 1, 1) == 'w' then
+      if redis.call('ZCARD', K.leases) == 0 then redis.call('PUBLISH', channel, 'f:' .. string.sub(q[1], 3)) end
+    else
+      for i = 1, #q do
+        if string.sub(q[i], 1, 1) ~= 'r' then break end
+        redis.call('PUBLISH', channel, 'f:' .. string.sub(q[i], 3))
+      end
+    end
     return
   end
-  if redis.call('ZCOUNT', readers, '(' .. now, '+inf') > 0 then redis.call('PUBLISH', channel, 'r') end
+  local w = redis.call('ZRANGEBYSCORE', K.writers, '(' .. now, '+inf', 'LIMIT', 0, 1)
+  if #w > 0 then
+    if redis.call('ZCARD', K.leases) == 0 then redis.call('PUBLISH', channel, 'w:' .. w[1]) end
+    return
+  end
+  if redis.call('ZCOUNT', K.readers, '(' .. now, '+inf') > 0 then redis.call('PUBLISH', channel, 'r') end
+end
+
+local function expireWith(key)
+  local top = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  if #top > 0 then redis.call('PEXPIREAT', key, top[2]) end
 end
 
 local function fmt(n) return string.format('%.0f', n) end
@@ -73,105 +107,153 @@ local function fmt(n) return string.format('%.0f', n) end
 
 /**
  * Acquire or re-enter a hold.
+ * KEYS: state, leases, writers, readers, fair queue (member '<w|r>:<waiter id>' -> arrival, µs),
+ *       fair deadlines (same members -> registration expiry, ms).
  * ARGV: 1 token, 2 mode ('w'|'r'), 3 leaseMs, 4 seq, 5 write token the caller holds on this key ('' if none:
  *       lets a write owner take a read lock), 6 waiter id ('' = do not register as a waiter), 7 holder info,
- *       8 wake-up channel, 9 '1' = re-entry only (fail with blockedBy 4 unless the token already holds the lock).
+ *       8 wake-up channel, 9 '1' = re-entry only (fail with blockedBy 4 unless the token already holds the lock),
+ *       10 '1' = fair: queue in arrival order.
  * Returns {1, fencingToken, reentered (0|1)} when granted;
- *         {0, waitMs, blockedBy} when not: waitMs is how long until the blocking leases can have run out;
- *         blockedBy 1 = a writer holds it, 2 = readers hold it, 3 = a writer waits (writer preference),
- *         4 = re-entry asked but this token no longer holds the lock.
+ *         {0, waitMs, blockedBy} when not: waitMs is how long until the blocking leases or registrations can have
+ *         run out; blockedBy 1 = a writer holds it, 2 = readers hold it, 3 = a writer waits (writer
+ *         preference), 4 = re-entry asked but this token no longer holds the lock, 5 = fair waiters come first.
  */
 export const ACQUIRE = script(
   'acquire',
   PRELUDE +
     `
-local state, leases, writers, readers = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local K = lockKeys()
 local token, mode, lease, seq = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
+local waiter, fair = ARGV[6], ARGV[10] == '1'
 local field = 'h:' .. token
 local now, nowus = clock()
-
 local reentry = ARGV[9] == '1'
 
--- Fast path: nobody holds the lock.
-if not reentry and redis.call('EXISTS', state) == 0 and (mode == 'w' or redis.call('ZCOUNT', writers, '(' .. now, '+inf') == 0) then
+-- Fast path: nobody holds the lock and nobody queues for it.
+if not reentry and redis.call('EXISTS', K.state, K.queue) == 0 and (mode == 'w' or redis.call('ZCOUNT', K.writers, '(' .. now, '+inf') == 0) then
   local f = fmt(nowus)
   if mode == 'w' then
-    redis.call('HSET', state, field, '1|' .. seq .. '|' .. f .. '|' .. now .. '|' .. ARGV[7], 'f', f, 'w', token)
+    redis.call('HSET', K.state, field, '1|' .. seq .. '|' .. f .. '|' .. now .. '|' .. ARGV[7], 'f', f, 'w', token)
   else
-    redis.call('HSET', state, field, '1|' .. seq .. '|' .. f .. '|' .. now .. '|' .. ARGV[7], 'f', f)
+    redis.call('HSET', K.state, field, '1|' .. seq .. '|' .. f .. '|' .. now .. '|' .. ARGV[7], 'f', f)
   end
-  redis.call('DEL', leases)
-  redis.call('ZADD', leases, now + lease, token)
-  redis.call('PEXPIREAT', state, now + lease)
-  redis.call('PEXPIREAT', leases, now + lease)
-  if ARGV[6] ~= '' then redis.call('ZREM', mode == 'w' and writers or readers, ARGV[6]) end
+  redis.call('DEL', K.leases)
+  redis.call('ZADD', K.leases, now + lease, token)
+  redis.call('PEXPIREAT', K.state, now + lease)
+  redis.call('PEXPIREAT', K.leases, now + lease)
+  if waiter ~= '' then redis.call('ZREM', mode == 'w' and K.writers or K.readers, waiter) end
   return {1, nowus, 0}
 end
 
-local purged = purge(state, leases, now)
-local held = redis.call('HGET', state, field)
+local purged = purge(K, now)
+local held = redis.call('HGET', K.state, field)
 if held then
   -- Re-entry by the owner context (or the client re-sending this very command after a reconnect).
   local count, hseq, hfence, rest = string.match(held, '^(%d+)|(%d+)|(%d+)|(.*)$')
   if tonumber(seq) <= tonumber(hseq) then return {1, tonumber(hfence), 1} end
-  redis.call('HSET', state, field, (tonumber(count) + 1) .. '|' .. seq .. '|' .. hfence .. '|' .. rest)
+  redis.call('HSET', K.state, field, (tonumber(count) + 1) .. '|' .. seq .. '|' .. hfence .. '|' .. rest)
   local e = now + lease
-  if e > tonumber(redis.call('ZSCORE', leases, token)) then
-    redis.call('ZADD', leases, e, token)
-    redis.call('PEXPIREAT', state, e, 'GT')
-    redis.call('PEXPIREAT', leases, e, 'GT')
+  if e > tonumber(redis.call('ZSCORE', K.leases, token)) then
+    redis.call('ZADD', K.leases, e, token)
+    redis.call('PEXPIREAT', K.state, e, 'GT')
+    redis.call('PEXPIREAT', K.leases, e, 'GT')
   end
   return {1, tonumber(hfence), 1}
 end
 if reentry then
   if purged then
-    settle(state, leases)
-    wake(state, leases, writers, readers, ARGV[8], now)
+    settle(K)
+    wake(K, ARGV[8], now)
   end
   return {0, 0, 4}
 end
 
-local writer = redis.call('HGET', state, 'w')
-local blocked = 0
-if mode == 'w' then
-  if writer then blocked = 1 elseif redis.call('ZCARD', leases) > 0 then blocked = 2 end
-elseif writer then
-  if writer ~= ARGV[5] then blocked = 1 end
-elseif ARGV[5] == '' and redis.call('ZCOUNT', writers, '(' .. now, '+inf') > 0 then
-  blocked = 3
+-- Fair queue: a queued waiter may enter when it is at the head (a reader: when only readers are ahead of it);
+-- anyone else waits while the queue is not empty.
+local member = ''
+if waiter ~= '' then member = (mode == 'w' and 'w:' or 'r:') .. waiter end
+local queued, ahead = false, false
+if redis.call('EXISTS', K.queue) == 1 then
+  purgeQueue(K, now)
+  local rank = member ~= '' and redis.call('ZRANK', K.queue, member)
+  if rank then
+    queued = true
+    if rank > 0 then
+      if mode == 'w' then
+        ahead = true
+      else
+        local before = redis.call('ZRANGE', K.queue, 0, rank - 1)
+        for i = 1, #before do
+          if string.sub(before[i], 1, 1) ~= 'r' then ahead = true break end
+        end
+      end
+    end
+  elseif redis.call('EXISTS', K.queue) == 1 then
+    ahead = true
+  end
 end
 
+local writer = redis.call('HGET', K.state, 'w')
+local blocked = 0
+if mode == 'w' then
+  if writer then blocked = 1 elseif redis.call('ZCARD', K.leases) > 0 then blocked = 2 end
+elseif writer then
+  if writer ~= ARGV[5] then blocked = 1 end
+elseif ARGV[5] == '' and not fair and not queued and redis.call('ZCOUNT', K.writers, '(' .. now, '+inf') > 0 then
+  blocked = 3
+end
+-- A write owner taking a read lock (downgrade) never queues behind anyone.
+if blocked == 0 and ahead and not (mode == 'r' and writer and writer == ARGV[5]) then blocked = 5 end
+
 if blocked == 0 then
-  local last = tonumber(redis.call('HGET', state, 'f') or '0')
+  local last = tonumber(redis.call('HGET', K.state, 'f') or '0')
   local fence = nowus
   if last >= fence then fence = last + 1 end
   local f = fmt(fence)
-  redis.call('HSET', state, field, '1|' .. seq .. '|' .. f .. '|' .. now .. '|' .. ARGV[7], 'f', f)
-  if mode == 'w' then redis.call('HSET', state, 'w', token) end
-  redis.call('ZADD', leases, now + lease, token)
-  settle(state, leases)
-  if ARGV[6] ~= '' then redis.call('ZREM', mode == 'w' and writers or readers, ARGV[6]) end
-  if purged then wake(state, leases, writers, readers, ARGV[8], now) end
+  redis.call('HSET', K.state, field, '1|' .. seq .. '|' .. f .. '|' .. now .. '|' .. ARGV[7], 'f', f)
+  if mode == 'w' then redis.call('HSET', K.state, 'w', token) end
+  redis.call('ZADD', K.leases, now + lease, token)
+  settle(K)
+  if waiter ~= '' then redis.call('ZREM', mode == 'w' and K.writers or K.readers, waiter) end
+  if queued then
+    redis.call('ZREM', K.queue, member)
+    redis.call('ZREM', K.deadlines, member)
+  end
+  if purged then wake(K, ARGV[8], now) end
   return {1, fence, 0}
 end
 
 if purged then
-  settle(state, leases)
-  wake(state, leases, writers, readers, ARGV[8], now)
+  settle(K)
+  wake(K, ARGV[8], now)
 end
 local untilMs
 if blocked == 1 then
-  untilMs = tonumber(redis.call('ZSCORE', leases, writer) or now)
+  untilMs = tonumber(redis.call('ZSCORE', K.leases, writer) or now)
 elseif blocked == 2 then
-  untilMs = tonumber(redis.call('ZRANGE', leases, -1, -1, 'WITHSCORES')[2] or now)
+  untilMs = tonumber(redis.call('ZRANGE', K.leases, -1, -1, 'WITHSCORES')[2] or now)
+elseif blocked == 3 then
+  untilMs = tonumber(redis.call('ZRANGE', K.writers, -1, -1, 'WITHSCORES')[2] or now)
 else
-  untilMs = tonumber(redis.call('ZRANGE', writers, -1, -1, 'WITHSCORES')[2] or now)
+  -- Behind the fair queue: retry when its head's registration can have run out (if no wake-up came first).
+  local head = redis.call('ZRANGE', K.queue, 0, 0)[1]
+  untilMs = tonumber((head and redis.call('ZSCORE', K.deadlines, head)) or now)
+  local held = redis.call('ZRANGE', K.leases, -1, -1, 'WITHSCORES')[2]
+  if held and tonumber(held) < untilMs then untilMs = tonumber(held) end
 end
 local waitMs = math.max(untilMs - now, 0)
-if ARGV[6] ~= '' then
-  local queue = mode == 'w' and writers or readers
-  redis.call('ZADD', queue, now + waitMs + lease, ARGV[6])
-  redis.call('PEXPIREAT', queue, redis.call('ZRANGE', queue, -1, -1, 'WITHSCORES')[2])
+if member ~= '' then
+  local expiry = now + waitMs + lease
+  if fair or queued then
+    if not queued then redis.call('ZADD', K.queue, nowus, member) end
+    redis.call('ZADD', K.deadlines, expiry, member)
+    expireWith(K.deadlines)
+    redis.call('PEXPIREAT', K.queue, redis.call('ZRANGE', K.deadlines, -1, -1, 'WITHSCORES')[2])
+  else
+    local waiting = mode == 'w' and K.writers or K.readers
+    redis.call('ZADD', waiting, expiry, waiter)
+    expireWith(waiting)
+  end
 end
 return {0, waitMs, blocked}
 `,
@@ -187,16 +269,16 @@ export const RELEASE = script(
   'release',
   PRELUDE +
     `
-local state, leases, writers, readers = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local K = lockKeys()
 local token, seq = ARGV[1], ARGV[2]
 local field = 'h:' .. token
 local now = clock()
-local purged = purge(state, leases, now)
-local held = redis.call('HGET', state, field)
+local purged = purge(K, now)
+local held = redis.call('HGET', K.state, field)
 if not held then
   if purged then
-    settle(state, leases)
-    wake(state, leases, writers, readers, ARGV[3], now)
+    settle(K)
+    wake(K, ARGV[3], now)
   end
   return 0
 end
@@ -204,15 +286,15 @@ if seq ~= '' then
   local count, hseq, rest = string.match(held, '^(%d+)|(%d+)|(.*)$')
   if tonumber(seq) <= tonumber(hseq) then return 1 end
   if tonumber(count) > 1 then
-    redis.call('HSET', state, field, (tonumber(count) - 1) .. '|' .. seq .. '|' .. rest)
+    redis.call('HSET', K.state, field, (tonumber(count) - 1) .. '|' .. seq .. '|' .. rest)
     return 1
   end
 end
-redis.call('HDEL', state, field)
-if redis.call('HGET', state, 'w') == token then redis.call('HDEL', state, 'w') end
-redis.call('ZREM', leases, token)
-settle(state, leases)
-wake(state, leases, writers, readers, ARGV[3], now)
+redis.call('HDEL', K.state, field)
+if redis.call('HGET', K.state, 'w') == token then redis.call('HDEL', K.state, 'w') end
+redis.call('ZREM', K.leases, token)
+settle(K)
+wake(K, ARGV[3], now)
 return 2
 `,
 );
@@ -256,29 +338,32 @@ export const EXTEND = script(
   'extend',
   PRELUDE +
     `
-local state, leases = KEYS[1], KEYS[2]
+local K = lockKeys()
 local now = clock()
-local s = redis.call('ZSCORE', leases, ARGV[1])
+local s = redis.call('ZSCORE', K.leases, ARGV[1])
 if not s or tonumber(s) <= now then return 0 end
-redis.call('ZADD', leases, now + tonumber(ARGV[2]), ARGV[1])
-settle(state, leases)
+redis.call('ZADD', K.leases, now + tonumber(ARGV[2]), ARGV[1])
+settle(K)
 return 1
 `,
 );
 
 /**
- * A waiter gives up (timeout, abort, shutdown): drop its registration and pass on any wake-up it may have taken.
- * ARGV: 1 waiter id, 2 mode ('w'|'r'), 3 wake-up channel. Returns 1 if an entry was removed.
+ * A waiter gives up (timeout, abort, shutdown): drop its registration (fair or not) and pass on any wake-up it
+ * may have taken. ARGV: 1 waiter id, 2 mode ('w'|'r'), 3 wake-up channel. Returns 1 if an entry was removed.
  */
 export const CANCEL_WAIT = script(
   'cancel-wait',
   PRELUDE +
     `
-local state, leases, writers, readers = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local K = lockKeys()
 local now = clock()
-local removed = redis.call('ZREM', ARGV[2] == 'w' and writers or readers, ARGV[1])
-if purge(state, leases, now) then settle(state, leases) end
-wake(state, leases, writers, readers, ARGV[3], now)
+local member = ARGV[2] .. ':' .. ARGV[1]
+local removed = redis.call('ZREM', ARGV[2] == 'w' and K.writers or K.readers, ARGV[1])
+removed = removed + redis.call('ZREM', K.queue, member)
+redis.call('ZREM', K.deadlines, member)
+if purge(K, now) then settle(K) end
+wake(K, ARGV[3], now)
 return removed
 `,
 );
@@ -291,11 +376,11 @@ export const FORCE_RELEASE = script(
   'force-release',
   PRELUDE +
     `
-local state, leases, writers, readers = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local K = lockKeys()
 local now = clock()
-local live = redis.call('ZCOUNT', leases, '(' .. now, '+inf')
-redis.call('DEL', state, leases)
-wake(state, leases, writers, readers, ARGV[1], now)
+local live = redis.call('ZCOUNT', K.leases, '(' .. now, '+inf')
+redis.call('DEL', K.state, K.leases)
+wake(K, ARGV[1], now)
 if live > 0 then return 1 end
 return 0
 `,
@@ -303,20 +388,25 @@ return 0
 
 /**
  * Read-only snapshot for `inspect`. Returns {now, stateFields (flat HGETALL), leases (flat member/score),
- * live waiting writers, live waiting readers}.
+ * live waiting writers, live waiting readers} (waiters counted fair and non-fair alike).
  */
 export const INSPECT = script(
   'inspect',
   PRELUDE +
     `
-local state, leases, writers, readers = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local K = lockKeys()
 local now = clock()
+local live = redis.call('ZRANGEBYSCORE', K.deadlines, '(' .. now, '+inf')
+local fairWriters = 0
+for i = 1, #live do
+  if string.sub(live[i], 1, 1) == 'w' then fairWriters = fairWriters + 1 end
+end
 return {
   now,
-  redis.call('HGETALL', state),
-  redis.call('ZRANGEBYSCORE', leases, '(' .. now, '+inf', 'WITHSCORES'),
-  redis.call('ZCOUNT', writers, '(' .. now, '+inf'),
-  redis.call('ZCOUNT', readers, '(' .. now, '+inf')
+  redis.call('HGETALL', K.state),
+  redis.call('ZRANGEBYSCORE', K.leases, '(' .. now, '+inf', 'WITHSCORES'),
+  redis.call('ZCOUNT', K.writers, '(' .. now, '+inf') + fairWriters,
+  redis.call('ZCOUNT', K.readers, '(' .. now, '+inf') + #live - fairWriters
 }
 `,
 );

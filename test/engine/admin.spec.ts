@@ -110,7 +110,7 @@ describe('release by token, forced release, retried commands', () => {
     const engine = kit.engine();
     const redis = kit.redis();
     const names = redisNames(engine.settings.keyPrefix, 'k');
-    const keys = [names.state, names.leases, names.writers, names.readers];
+    const keys = names.all;
     await engine.runInOwnerScope(async () => {
       const outer = await engine.acquire('k');
       const inner = await engine.acquire('k');
@@ -142,6 +142,25 @@ describe('release by token, forced release, retried commands', () => {
       expect(await inner.release()).toBe(false);
       expect(await outer.release()).toBe(false);
     });
+    expect(await keysUnder(redis, engine.settings.keyPrefix)).toEqual([]);
+  });
+
+  it('a release whose script had to be reloaded still lands before the next command of the same owner', async () => {
+    const engine = kit.engine();
+    const redis = kit.redis();
+    await engine.runInOwnerScope(async () => {
+      const first = await engine.acquire('k');
+      // RELEASE is unknown to Redis (NOSCRIPT, then re-sent as EVAL) while ACQUIRE is loaded and would overtake it.
+      await redis.script('FLUSH');
+      await redis.script('LOAD', ACQUIRE.source);
+      const releasing = first.release();
+      const second = await engine.acquire('k');
+      expect(await releasing).toBe(true);
+      expect(second.reentrant).toBe(false);
+      expect((await engine.inspect('k'))?.holders.map((h) => h.holdCount)).toEqual([1]);
+      expect(await second.release()).toBe(true);
+    });
+    expect(await engine.inspect('k')).toBeNull();
     expect(await keysUnder(redis, engine.settings.keyPrefix)).toEqual([]);
   });
 });

@@ -1,3 +1,4 @@
+import { lockKeys } from '../../lib/redis/key-layout.js';
 import { performance } from 'node:perf_hooks';
 import { expect } from '@jest/globals';
 import { Redis } from 'ioredis';
@@ -70,8 +71,7 @@ export class LockTestKit extends Resources {
 
 /** Lock keys, wait queues and channel of `key` under `prefix`, as Redis names them (see key-layout.ts). */
 export function redisNames(prefix: string, key: string) {
-  const base = `${prefix}{${key}}`;
-  return { state: base, leases: `${base}:leases`, writers: `${base}:wq`, readers: `${base}:rq`, channel: `${base}:ch` };
+  return lockKeys(prefix, key);
 }
 
 /** A promise plus its resolver, for gates between concurrent tasks. */

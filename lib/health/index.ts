@@ -1,0 +1,2 @@
+// Optional entry `nest-redis-locks/health`: needs @nestjs/terminus.
+export { RedisLockHealthIndicator } from './redis-lock.health.js';

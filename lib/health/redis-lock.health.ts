@@ -1,0 +1,26 @@
+import { Injectable } from '@nestjs/common';
+import { HealthIndicatorService } from '@nestjs/terminus';
+import type { HealthIndicatorResult } from '@nestjs/terminus';
+import { LockService } from '../nest/lock.service.js';
+
+/**
+ * `@nestjs/terminus` health indicator: pings Redis on the command connection and on the subscriber connection
+ * that carries wake-ups. Import it from `nest-redis-locks/health` (kept out of the main entry so terminus stays
+ * optional) and add it to a module's providers next to `TerminusModule`.
+ */
+@Injectable()
+export class RedisLockHealthIndicator {
+  constructor(
+    private readonly locks: LockService,
+    private readonly health: HealthIndicatorService,
+  ) {}
+
+  /** `up` when both connections answer PING within `timeoutMs` (default 1000 ms), `down` otherwise. */
+  async isHealthy<const Key extends string = 'redis-lock'>(key: Key = 'redis-lock' as Key, timeoutMs = 1_000): Promise<HealthIndicatorResult<Key>> {
+    const session = this.health.check(key);
+    const status = await this.locks.engine.ping(timeoutMs);
+    const data = { commandMs: status.commandMs, subscriberMs: status.subscriberMs, heldLocks: this.locks.engine.heldCount };
+    if (status.command && status.subscriber) return session.up(data);
+    return session.down({ ...data, message: status.error ?? 'Redis did not answer' });
+  }
+}

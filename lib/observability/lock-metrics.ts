@@ -1,0 +1,83 @@
+import type { LockEngine } from '../locking/lock-engine.js';
+import type { LockLogger } from '../locking/lock-events.js';
+
+/** The parts of an OpenTelemetry `Meter` used here (kept structural so `@opentelemetry/api` stays optional). */
+export interface MeterLike {
+  createHistogram(name: string, options?: { description?: string; unit?: string }): {
+    record(value: number, attributes?: Record<string, string>): void;
+  };
+  createCounter(name: string, options?: { description?: string; unit?: string }): {
+    add(value: number, attributes?: Record<string, string>): void;
+  };
+}
+
+/** Options of `attachLockMetrics` and of the module option `metrics`. */
+export interface LockMetricsOptions {
+  /** Meter to record with. Default: `metrics.getMeter('nest-redis-locks')` from `@opentelemetry/api`. */
+  readonly meter?: MeterLike;
+  /** Add the lock key as attribute `lock.key`. Default `false`: keys are unbounded, metrics cardinality is not. */
+  readonly keyAttribute?: boolean;
+}
+
+/** Metric names, for dashboards. */
+export const LOCK_METRICS = Object.freeze({
+  waitDuration: 'lock.wait.duration',
+  holdDuration: 'lock.hold.duration',
+  acquired: 'lock.acquired',
+  contended: 'lock.contended',
+  timeouts: 'lock.timeouts',
+  lost: 'lock.lost',
+  heldTooLong: 'lock.held_too_long',
+});
+
+/**
+ * Records the engine's events as OpenTelemetry metrics: wait and hold time histograms (ms), counters for
+ * acquisitions, contention, timeouts, lost locks and held-too-long alarms, tagged by `lock.mode` (and `lock.key`
+ * when opted in). Returns a function that detaches it.
+ */
+export function attachLockMetrics(engine: LockEngine, meter: MeterLike, options: Omit<LockMetricsOptions, 'meter'> = {}): () => void {
+  const waitDuration = meter.createHistogram(LOCK_METRICS.waitDuration, { description: 'Time spent acquiring a lock', unit: 'ms' });
+  const holdDuration = meter.createHistogram(LOCK_METRICS.holdDuration, { description: 'Time a lock was held', unit: 'ms' });
+  const acquired = meter.createCounter(LOCK_METRICS.acquired, { description: 'Locks acquired (reentrant ones included)' });
+  const contended = meter.createCounter(LOCK_METRICS.contended, { description: 'Acquisitions that had to wait' });
+  const timeouts = meter.createCounter(LOCK_METRICS.timeouts, { description: 'Acquisitions that timed out' });
+  const lost = meter.createCounter(LOCK_METRICS.lost, { description: 'Locks lost while held' });
+  const heldTooLong = meter.createCounter(LOCK_METRICS.heldTooLong, { description: 'Holds or waits past their alarm threshold' });
+  const attrs = (e: { key: string; mode: string }): Record<string, string> =>
+    options.keyAttribute ? { 'lock.mode': e.mode, 'lock.key': e.key } : { 'lock.mode': e.mode };
+  const offs = [
+    engine.on('acquired', (e) => {
+      const a = { ...attrs(e), 'lock.reentrant': String(e.reentrant) };
+      acquired.add(1, a);
+      if (!e.reentrant) waitDuration.record(e.waitedMs, a);
+    }),
+    engine.on('released', (e) => holdDuration.record(e.heldMs, attrs(e))),
+    engine.on('contended', (e) => contended.add(1, attrs(e))),
+    engine.on('timeout', (e) => timeouts.add(1, attrs(e))),
+    engine.on('lost', (e) => lost.add(1, attrs(e))),
+    engine.on('held-too-long', (e) => heldTooLong.add(1, { ...attrs(e), 'lock.detected_by': e.detectedBy })),
+  ];
+  return () => offs.forEach((off) => off());
+}
+
+/**
+ * `attachLockMetrics` with the global OpenTelemetry meter when `@opentelemetry/api` is installed; does nothing
+ * (and logs at debug level) when it is not.
+ */
+export async function attachOpenTelemetryMetrics(
+  engine: LockEngine,
+  options: LockMetricsOptions,
+  logger?: LockLogger,
+): Promise<() => void> {
+  let meter = options.meter;
+  if (!meter) {
+    try {
+      const api = (await import('@opentelemetry/api')) as { metrics: { getMeter(name: string): MeterLike } };
+      meter = api.metrics.getMeter('nest-redis-locks');
+    } catch {
+      logger?.debug?.('@opentelemetry/api is not installed: lock metrics are off');
+      return () => undefined;
+    }
+  }
+  return attachLockMetrics(engine, meter, options);
+}

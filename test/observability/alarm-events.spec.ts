@@ -1,0 +1,81 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import type { HeldTooLongEvent, LockEvents } from '../../lib/locking/lock-events.js';
+import { Resources, sleep } from '../support/redis.js';
+
+describe('events and the held-too-long alarm', () => {
+  const res = new Resources();
+  afterEach(() => res.closeAll());
+
+  it('fires acquired, contended, released, timeout and lost exactly when they happen', async () => {
+    const engine = res.engine({ holdWarningMs: 0, waitWarningMs: 0, logger: { warn: () => undefined, error: () => undefined } });
+    const seen: string[] = [];
+    const payloads: Partial<{ [E in keyof LockEvents]: LockEvents[E][] }> = {};
+    for (const name of ['acquired', 'released', 'contended', 'timeout', 'lost'] as const) {
+      engine.on(name, (e: LockEvents[typeof name]) => {
+        seen.push(`${name}:${e.key}`);
+        ((payloads[name] ??= []) as unknown[]).push(e);
+      });
+    }
+    const a = await engine.acquire('e1');
+    expect(seen).toEqual(['acquired:e1']);
+    await expect(engine.acquire('e1', { waitTimeoutMs: 50 })).rejects.toThrow();
+    expect(seen).toEqual(['acquired:e1', 'contended:e1', 'timeout:e1']);
+    expect(payloads.timeout![0].waitedMs).toBeGreaterThanOrEqual(45);
+    await sleep(30);
+    await a.release();
+    expect(seen.at(-1)).toBe('released:e1');
+    expect(payloads.released![0].heldMs).toBeGreaterThanOrEqual(75);
+    // Re-entry: acquired twice (the second flagged reentrant), released once, when the outer level ends.
+    seen.length = 0;
+    await engine.withLock('e2', () => engine.withLock('e2', () => undefined));
+    expect(seen).toEqual(['acquired:e2', 'acquired:e2', 'released:e2']);
+    expect(payloads.acquired!.slice(-2).map((e) => e.reentrant)).toEqual([false, true]);
+    // Lost: forced free from outside.
+    seen.length = 0;
+    const b = await engine.acquire('e3');
+    await engine.forceRelease('e3');
+    expect(seen).toEqual(['acquired:e3', 'lost:e3']);
+    expect(b.signal.aborted).toBe(true);
+    expect(payloads.lost![0].error.reason).toBe('not-in-redis');
+  });
+
+  it('reports a hold kept past holdWarningMs once, with the holder identity, and logs a warning', async () => {
+    const warnings: string[] = [];
+    const engine = res.engine({ holdWarningMs: 150, waitWarningMs: 0, logger: { warn: (m) => warnings.push(m), error: () => undefined } });
+    const alarms: HeldTooLongEvent[] = [];
+    engine.on('held-too-long', (e) => alarms.push(e));
+    const short = await engine.acquire('quick');
+    await short.release();
+    const h = await engine.acquire('stuck');
+    await sleep(500);
+    expect(alarms).toHaveLength(1);
+    expect(alarms[0]).toMatchObject({ key: 'stuck', mode: 'write', detectedBy: 'holder' });
+    expect(alarms[0].heldMs).toBeGreaterThanOrEqual(150);
+    expect(alarms[0].holders[0]).toMatchObject({ pid: process.pid, owner: alarms[0].owner });
+    expect(warnings.filter((w) => w.includes('"stuck"'))).toHaveLength(1);
+    await h.release();
+  });
+
+  it('reports a waiter stuck past waitWarningMs once, naming the holder read from Redis', async () => {
+    const holderEngine = res.engine({ holdWarningMs: 0, waitWarningMs: 0, appName: 'holder-app' });
+    const waiterEngine = res.engine({
+      keyPrefix: holderEngine.settings.keyPrefix,
+      holdWarningMs: 0,
+      waitWarningMs: 150,
+      logger: { warn: () => undefined, error: () => undefined },
+    });
+    const alarms: HeldTooLongEvent[] = [];
+    waiterEngine.on('held-too-long', (e) => alarms.push(e));
+    const h = await holderEngine.acquire('deadlock?');
+    const waiting = waiterEngine.acquire('deadlock?', { waitTimeoutMs: 600 }).catch((e: unknown) => e);
+    await sleep(450);
+    expect(alarms).toHaveLength(1);
+    expect(alarms[0]).toMatchObject({ key: 'deadlock?', detectedBy: 'waiter' });
+    expect(alarms[0].waitedMs).toBeGreaterThanOrEqual(150);
+    expect(alarms[0].holders).toHaveLength(1);
+    expect(alarms[0].holders[0]).toMatchObject({ app: 'holder-app', pid: process.pid, mode: 'write' });
+    await waiting;
+    expect(alarms).toHaveLength(1);
+    await h.release();
+  });
+});

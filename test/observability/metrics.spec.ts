@@ -1,0 +1,75 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
+import { Test } from '@nestjs/testing';
+import { LOCK_METRICS } from '../../lib/observability/lock-metrics.js';
+import { LockService } from '../../lib/nest/lock.service.js';
+import { RedisLockModule } from '../../lib/nest/redis-lock.module.js';
+import { redisUrl, sleep, uniquePrefix } from '../support/redis.js';
+
+describe('OpenTelemetry metrics', () => {
+  const closers: (() => Promise<unknown>)[] = [];
+  afterEach(async () => {
+    for (const c of closers.splice(0).reverse()) await c();
+  });
+
+  async function setup(keyAttribute: boolean) {
+    const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
+    const reader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 60_000 });
+    const provider = new MeterProvider({ readers: [reader] });
+    closers.push(() => provider.shutdown());
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        RedisLockModule.forRoot({
+          redis: redisUrl(),
+          keyPrefix: uniquePrefix('metrics'),
+          logger: { warn: () => undefined, error: () => undefined },
+          metrics: { meter: provider.getMeter('test'), keyAttribute },
+        }),
+      ],
+    }).compile();
+    await moduleRef.init();
+    closers.push(() => moduleRef.close());
+    const collect = async () => {
+      await reader.forceFlush();
+      const metrics = exporter.getMetrics().at(-1)?.scopeMetrics.flatMap((s) => s.metrics) ?? [];
+      return new Map(metrics.map((m) => [m.descriptor.name, m.dataPoints]));
+    };
+    return { locks: moduleRef.get(LockService), collect };
+  }
+
+  it('records wait and hold histograms and counters for contention, timeouts and lost locks, by mode', async () => {
+    const { locks, collect } = await setup(false);
+    const a = await locks.acquire('m');
+    await expect(locks.acquire('m', { waitTimeoutMs: 40 })).rejects.toThrow();
+    const waiter = locks.acquire('m', { mode: 'read', waitTimeoutMs: 2_000 });
+    await sleep(50);
+    await a.release();
+    const r = await waiter;
+    await r.release();
+    const lost = await locks.acquire('gone');
+    await locks.forceRelease('gone');
+    expect(lost.signal.aborted).toBe(true);
+
+    const m = await collect();
+    const sum = (name: string, mode?: string) =>
+      (m.get(name) ?? [])
+        .filter((p) => !mode || p.attributes['lock.mode'] === mode)
+        .reduce((acc, p) => acc + (typeof p.value === 'number' ? p.value : (p.value as { count: number }).count), 0);
+    expect(sum(LOCK_METRICS.acquired)).toBe(3);
+    expect(sum(LOCK_METRICS.contended)).toBe(2);
+    expect(sum(LOCK_METRICS.timeouts, 'write')).toBe(1);
+    expect(sum(LOCK_METRICS.lost, 'write')).toBe(1);
+    expect(sum(LOCK_METRICS.waitDuration, 'read')).toBe(1);
+    expect(sum(LOCK_METRICS.holdDuration)).toBe(2);
+    const readWait = m.get(LOCK_METRICS.waitDuration)!.find((p) => p.attributes['lock.mode'] === 'read')!.value as { sum: number };
+    expect(readWait.sum).toBeGreaterThanOrEqual(40);
+    expect(m.get(LOCK_METRICS.acquired)!.every((p) => !('lock.key' in p.attributes))).toBe(true);
+  });
+
+  it('adds the lock key as an attribute only when asked', async () => {
+    const { locks, collect } = await setup(true);
+    await locks.withLock('keyed', () => undefined);
+    const m = await collect();
+    expect(m.get(LOCK_METRICS.acquired)!.map((p) => p.attributes['lock.key'])).toEqual(['keyed']);
+  });
+});
