@@ -244,13 +244,20 @@ export class LockEngine {
     const resolved = resolveAcquireOptions(this.settings, options, keys[0]);
     resolved.signal?.throwIfAborted();
     const start = performance.now();
-    const deadline = waiting ? start + resolved.waitTimeoutMs : start;
+    const request: AcquireRequest = {
+      owner,
+      o: resolved,
+      start,
+      deadline: waiting ? start + resolved.waitTimeoutMs : start,
+      allKeys: keys,
+      waiting,
+    };
     const holds: Hold[] = [];
     let reentrant = true;
     try {
       // All or nothing, in sorted order: two callers locking [a, b] and [b, a] cannot deadlock.
       for (const key of keys) {
-        const got = await this.acquireKey(owner, lockKeys(this.settings.keyPrefix, key), resolved, start, deadline, keys, waiting);
+        const got = await this.acquireKey(request, lockKeys(this.settings.keyPrefix, key));
         if (!got) {
           await this.releaseAll(holds);
           return null;
@@ -273,30 +280,17 @@ export class LockEngine {
     }
   }
 
-  private async acquireKey(
-    owner: LockOwner,
-    keys: LockKeys,
-    o: ResolvedAcquireOptions,
-    start: number,
-    deadline: number,
-    allKeys: readonly string[],
-    waiting: boolean,
-  ): Promise<{ hold: Hold; reentrant: boolean } | null> {
-    const pendingKey = `${o.mode}:${this.slot(keys.key)}`;
-    // Parallel branches of one owner context: let the first acquisition (or a release in flight) finish, then
-    // re-enter; commands of one token on one key are never in flight together.
-    for (let p = owner.pending.get(pendingKey); p; p = owner.pending.get(pendingKey)) await p.catch(() => undefined);
-    const existing = owner.hold(this.slot(keys.key), o.mode);
-    if (o.mode === 'write' && !existing && owner.hold(this.slot(keys.key), 'read')) throw new LockUpgradeError(keys.key);
-    const attempt = existing
-      ? this.reenter(existing, o, start).then((hold) => ({ hold, reentrant: true }))
-      : this.acquireFresh(owner, keys, o, start, deadline, allKeys, waiting).then((hold) => (hold ? { hold, reentrant: false } : null));
-    owner.pending.set(pendingKey, attempt);
-    try {
-      return await attempt;
-    } finally {
-      if (owner.pending.get(pendingKey) === attempt) owner.pending.delete(pendingKey);
-    }
+  private acquireKey(request: AcquireRequest, keys: LockKeys): Promise<{ hold: Hold; reentrant: boolean } | null> {
+    const { owner, o } = request;
+    // Parallel branches of one owner context: the first acquisition (or a release in flight) finishes, then the
+    // next one re-enters or starts afresh.
+    return owner.oneAtATime(`${o.mode}:${this.slot(keys.key)}`, async () => {
+      const existing = owner.hold(this.slot(keys.key), o.mode);
+      if (existing) return { hold: await this.reenter(existing, o, request.start), reentrant: true };
+      if (o.mode === 'write' && owner.hold(this.slot(keys.key), 'read')) throw new LockUpgradeError(keys.key);
+      const hold = await this.acquireFresh(request, keys);
+      return hold ? { hold, reentrant: false } : null;
+    });
   }
 
   private async reenter(hold: Hold, o: ResolvedAcquireOptions, start: number): Promise<Hold> {
@@ -346,15 +340,8 @@ export class LockEngine {
     ) as Promise<[number, number, number]>;
   }
 
-  private async acquireFresh(
-    owner: LockOwner,
-    keys: LockKeys,
-    o: ResolvedAcquireOptions,
-    start: number,
-    deadline: number,
-    allKeys: readonly string[],
-    waiting: boolean,
-  ): Promise<Hold | null> {
+  private async acquireFresh(request: AcquireRequest, keys: LockKeys): Promise<Hold | null> {
+    const { owner, o, start, deadline, allKeys, waiting } = request;
     const { mode } = o;
     const token = owner.token(mode);
     const downgradeToken = mode === 'read' ? (owner.hold(this.slot(keys.key), 'write')?.token ?? '') : '';
@@ -441,19 +428,10 @@ export class LockEngine {
     const last = hold.count <= 0;
     if (last) this.endHold(hold);
     if (hold.lost) return false;
-    // One command at a time per owner, key and mode: a command that Redis answered NOSCRIPT is re-sent as EVAL,
-    // and must not land after a later command of the same token (whose higher seq would make Redis skip it).
     const { owner } = hold;
-    const pendingKey = `${hold.mode}:${this.slot(hold.key)}`;
-    for (let p = owner.pending.get(pendingKey); p; p = owner.pending.get(pendingKey)) await p.catch(() => undefined);
-    const op = runScript(this.client, RELEASE, hold.keys.all, [hold.token, owner.nextSeq(), hold.keys.channel]);
-    owner.pending.set(pendingKey, op);
-    let reply: number;
-    try {
-      reply = (await op) as number;
-    } finally {
-      if (owner.pending.get(pendingKey) === op) owner.pending.delete(pendingKey);
-    }
+    const reply = (await owner.oneAtATime(`${hold.mode}:${this.slot(hold.key)}`, () =>
+      runScript(this.client, RELEASE, hold.keys.all, [hold.token, owner.nextSeq(), hold.keys.channel]),
+    )) as number;
     if (reply === 0) {
       this.markLost(hold, 'not-in-redis');
       return false;
@@ -601,6 +579,19 @@ export class LockEngine {
     this.subscriber.close();
     await this.connections.close();
   }
+}
+
+/** One call of `acquire` / `tryAcquire`, shared by the acquisition of each of its keys. */
+interface AcquireRequest {
+  readonly owner: LockOwner;
+  readonly o: ResolvedAcquireOptions;
+  /** performance.now() when the call started. */
+  readonly start: number;
+  /** performance.now() after which waiting gives up. */
+  readonly deadline: number;
+  readonly allKeys: readonly string[];
+  /** `false` for `tryAcquire`: one attempt, no registration as a waiter. */
+  readonly waiting: boolean;
 }
 
 function normalizeKeys(input: string | readonly string[]): string[] {

@@ -16,8 +16,8 @@ export class LockOwner {
   readonly readToken: string;
   /** Current holds by lock key. */
   readonly holds = new Map<string, { write?: Hold; read?: Hold }>();
-  /** Acquisitions in flight by `<mode>:<key>`, so parallel branches of one context re-enter instead of racing. */
-  readonly pending = new Map<string, Promise<unknown>>();
+  /** The command in flight per `<mode>:<key>` (see `oneAtATime`). */
+  private readonly pending = new Map<string, Promise<unknown>>();
   /** Last operation number sent for this owner's tokens (see `nextSeq`). */
   private seq = 0;
 
@@ -34,6 +34,23 @@ export class LockOwner {
    */
   nextSeq(): number {
     return ++this.seq;
+  }
+
+  /**
+   * Runs `op` once no other acquisition or release of this owner on `slot` is in flight, and keeps it registered
+   * while it runs. So parallel branches of one context re-enter instead of racing, and the commands of one token
+   * on one key reach Redis in order (a command re-sent as EVAL after NOSCRIPT must not land after a later one,
+   * whose higher seq would make Redis skip it).
+   */
+  async oneAtATime<T>(slot: string, op: () => Promise<T>): Promise<T> {
+    for (let p = this.pending.get(slot); p; p = this.pending.get(slot)) await p.catch(() => undefined);
+    const run = op();
+    this.pending.set(slot, run);
+    try {
+      return await run;
+    } finally {
+      if (this.pending.get(slot) === run) this.pending.delete(slot);
+    }
   }
 
   token(mode: LockMode): string {
