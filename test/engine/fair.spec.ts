@@ -101,7 +101,7 @@ describe('fair locks', () => {
     const holder = await engine.acquire('d', { fair: true });
     // A waiter in another "process": its connection is cut while it is queued, so it never withdraws.
     const doomedClient = new Redis(process.env.REDIS_URL!);
-    const doomed = new LockEngine({ redis: doomedClient, keyPrefix: prefix, leaseMs: 400 });
+    const doomed = new LockEngine({ redis: doomedClient, keyPrefix: prefix, leaseMs: 400, logger: { warn: () => undefined, error: () => undefined } });
     const doomedWait = doomed.acquire('d', { fair: true, waitTimeoutMs: 10_000 }).catch(() => 'gone');
     await waitForWaiters(engine, 'd', 1);
     doomedClient.disconnect();

@@ -2,6 +2,8 @@
 // loopback port), runs Jest in native ESM mode against it, then stops the server.
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { startRedisServer } from '../../tools/redis-server.mjs';
 
@@ -19,7 +21,9 @@ if (!process.env.REDIS_URL) {
 }
 
 const jestBin = join(dirname(require.resolve('jest/package.json')), 'bin', 'jest.js');
-const child = spawn(process.execPath, [jestBin, ...process.argv.slice(2)], {
+// Jest's JSON summary, turned into one plain closing line that CI can read.
+const summaryFile = join(mkdtempSync(join(tmpdir(), 'nest-redis-locks-jest-')), 'summary.json');
+const child = spawn(process.execPath, [jestBin, '--json', `--outputFile=${summaryFile}`, ...process.argv.slice(2)], {
   stdio: 'inherit',
   env: {
     ...process.env,
@@ -34,5 +38,9 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
 }
 child.on('exit', async (code, signal) => {
   await stop();
+  if (existsSync(summaryFile)) {
+    const summary = JSON.parse(readFileSync(summaryFile, 'utf8'));
+    console.log(`\ntests: ${summary.numPassedTests} passed, ${summary.numFailedTests} failed`);
+  }
   process.exit(code ?? (signal ? 1 : 0));
 });
