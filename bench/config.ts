@@ -1,0 +1,56 @@
+/** How long and how often each scenario runs: the full run (about 6-8 minutes on 2 cores) or the quick smoke run. */
+export interface BenchConfig {
+  readonly quick: boolean;
+  /** Scenario ids to run (all when empty). */
+  readonly only: readonly string[];
+  /** Repetitions of every timed measurement; the contender order alternates between them. */
+  readonly reps: number;
+  readonly uncontended: { readonly warmupMs: number; readonly durationMs: number; readonly workers: readonly number[] };
+  readonly handoff: { readonly waiters: number; readonly holdMs: number; readonly warmupRounds: number; readonly minRounds: number; readonly maxRounds: number; readonly budgetMs: number };
+  readonly commands: { readonly uncontendedCycles: number; readonly contendedRounds: number };
+  readonly readWrite: { readonly workers: number; readonly warmupMs: number; readonly durationMs: number };
+  readonly watchdog: { readonly locks: number; readonly shortLeaseMs: number; readonly shortWindowMs: number; readonly measureDefaultLease: boolean; readonly defaultWindowMs: number };
+  readonly http: { readonly connections: number; readonly warmupS: number; readonly durationS: number; readonly articles: number };
+}
+
+export const SCENARIOS = ['uncontended', 'handoff', 'commands', 'read-write', 'watchdog', 'http'] as const;
+export type ScenarioId = (typeof SCENARIOS)[number];
+
+/** Reads `--quick` (or `BENCH_QUICK=1`) and `--only=a,b` (or `BENCH_ONLY=a,b`). */
+export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): BenchConfig {
+  const quick = argv.includes('--quick') || env.BENCH_QUICK === '1';
+  const onlyArg = argv.find((a) => a.startsWith('--only='))?.slice('--only='.length) ?? env.BENCH_ONLY ?? '';
+  const only = onlyArg.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const id of only) {
+    if (!(SCENARIOS as readonly string[]).includes(id)) throw new Error(`unknown scenario "${id}"; expected one of ${SCENARIOS.join(', ')}`);
+  }
+  if (quick) {
+    return {
+      quick,
+      only,
+      reps: 1,
+      uncontended: { warmupMs: 200, durationMs: 500, workers: [1, 50] },
+      handoff: { waiters: 20, holdMs: 1, warmupRounds: 1, minRounds: 2, maxRounds: 5, budgetMs: 400 },
+      commands: { uncontendedCycles: 200, contendedRounds: 2 },
+      readWrite: { workers: 50, warmupMs: 200, durationMs: 500 },
+      watchdog: { locks: 10_000, shortLeaseMs: 3_000, shortWindowMs: 2_100, measureDefaultLease: false, defaultWindowMs: 0 },
+      http: { connections: 50, warmupS: 1, durationS: 2, articles: 10_000 },
+    };
+  }
+  return {
+    quick,
+    only,
+    reps: 3,
+    uncontended: { warmupMs: 1_000, durationMs: 3_000, workers: [1, 50] },
+    handoff: { waiters: 20, holdMs: 1, warmupRounds: 3, minRounds: 5, maxRounds: 60, budgetMs: 3_000 },
+    commands: { uncontendedCycles: 1_000, contendedRounds: 10 },
+    readWrite: { workers: 50, warmupMs: 1_000, durationMs: 3_000 },
+    watchdog: { locks: 10_000, shortLeaseMs: 3_000, shortWindowMs: 6_100, measureDefaultLease: true, defaultWindowMs: 20_500 },
+    http: { connections: 50, warmupS: 1, durationS: 5, articles: 10_000 },
+  };
+}
+
+/** Whether `id` is selected by `--only` (every scenario when none is given). */
+export function selected(config: BenchConfig, id: ScenarioId): boolean {
+  return config.only.length === 0 || config.only.includes(id);
+}
