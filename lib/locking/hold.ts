@@ -15,7 +15,8 @@ export class Hold {
   ended = false;
   /** Set when the hold was lost while held. */
   lost: LockLostError | undefined;
-  readonly controller = new AbortController();
+  /** Created on first use of `signal`: most holds end without anyone looking at it. */
+  private controller: AbortController | undefined;
   readonly acquiredAt = performance.now();
   /** Local time (performance.now) until which Redis is known to keep the lease. */
   validUntil: number;
@@ -34,6 +35,19 @@ export class Hold {
   ) {
     this.validUntil = sentAt + leaseMs;
     this.nextRenewAt = sentAt + leaseMs / 3;
+  }
+
+  /** Aborted with the `LockLostError` when this hold is lost. */
+  get signal(): AbortSignal {
+    this.controller ??= new AbortController();
+    if (this.lost && !this.controller.signal.aborted) this.controller.abort(this.lost);
+    return this.controller.signal;
+  }
+
+  /** Records the loss and aborts `signal` (now, or when it is first asked for). */
+  markLost(error: LockLostError): void {
+    this.lost = error;
+    this.controller?.abort(error);
   }
 
   get key(): string {

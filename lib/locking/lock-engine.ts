@@ -38,7 +38,7 @@ export interface LockEngineOptions extends Partial<LockEngineSettings> {
 }
 
 /** Holds renewed per script call: 2 keys each, so one call stays well under Redis's argument limits. */
-const RENEW_CHUNK = 500;
+const RENEW_CHUNK = 200;
 /** How long an idle wake-up subscription is kept, in milliseconds. */
 const SUBSCRIPTION_LINGER_MS = 1_000;
 
@@ -462,11 +462,10 @@ export class LockEngine {
   private markLost(hold: Hold, reason: LockLostReason, cause?: unknown): void {
     if (hold.lost) return;
     const error = new LockLostError(hold.key, reason, cause);
-    hold.lost = error;
+    hold.markLost(error);
     if (hold.owner.hold(this.slot(hold.key), hold.mode) === hold) hold.owner.setHold(this.slot(hold.key), hold.mode, undefined);
     this.watchdog.remove(hold);
     this.logger.warn(error.message);
-    hold.controller.abort(error);
     this.emit('lost', { key: hold.key, mode: hold.mode, owner: hold.owner.id, heldMs: performance.now() - hold.acquiredAt, error });
   }
 

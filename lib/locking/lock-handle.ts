@@ -10,9 +10,8 @@ export class LockHandleImpl implements LockHandle {
   readonly keys: readonly string[];
   readonly token: string;
   readonly fencingToken: number;
-  readonly fencingTokens: Readonly<Record<string, number>>;
-  readonly signal: AbortSignal;
   private released = false;
+  private combinedSignal: AbortSignal | undefined;
 
   constructor(
     private readonly engine: LockEngine,
@@ -25,8 +24,14 @@ export class LockHandleImpl implements LockHandle {
     this.keys = holds.map((h) => h.key);
     this.token = holds[0].token;
     this.fencingToken = holds[0].fencingToken;
-    this.fencingTokens = Object.freeze(Object.fromEntries(holds.map((h) => [h.key, h.fencingToken])));
-    this.signal = holds.length === 1 ? holds[0].controller.signal : AbortSignal.any(holds.map((h) => h.controller.signal));
+  }
+
+  get fencingTokens(): Readonly<Record<string, number>> {
+    return Object.freeze(Object.fromEntries(this.holds.map((h) => [h.key, h.fencingToken])));
+  }
+
+  get signal(): AbortSignal {
+    return (this.combinedSignal ??= this.holds.length === 1 ? this.holds[0].signal : AbortSignal.any(this.holds.map((h) => h.signal)));
   }
 
   get isHeld(): boolean {

@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomFillSync } from 'node:crypto';
 import type { LockMode } from './lock.types.js';
 import type { Hold } from './hold.js';
 
@@ -23,7 +23,7 @@ export class LockOwner {
 
   constructor(instanceId: string) {
     this.id = `${instanceId}:${++LockOwner.counter}`;
-    const bytes = randomBytes(32).toString('hex');
+    const bytes = randomHex(32);
     this.writeToken = bytes.slice(0, 32);
     this.readToken = bytes.slice(32);
   }
@@ -99,6 +99,23 @@ type GlobalWithStorage = typeof globalThis & { [STORAGE_KEY]?: AsyncLocalStorage
 export function ownerStorage(): AsyncLocalStorage<LockFrame> {
   const g = globalThis as GlobalWithStorage;
   return (g[STORAGE_KEY] ??= new AsyncLocalStorage<LockFrame>());
+}
+
+const POOL_SIZE = 4096;
+const pool = Buffer.alloc(POOL_SIZE);
+let poolOffset = POOL_SIZE;
+
+/** `n` bytes from the system CSPRNG as hex, drawn from a pool refilled 4 KiB at a time (one call per 128 owners). */
+function randomHex(n: number): string {
+  if (poolOffset + n > POOL_SIZE) {
+    randomFillSync(pool);
+    poolOffset = 0;
+  }
+  const hex = pool.toString('hex', poolOffset, poolOffset + n);
+  // Wipe what was handed out, so no later reader of the pool sees a token.
+  pool.fill(0, poolOffset, poolOffset + n);
+  poolOffset += n;
+  return hex;
 }
 
 /** Random id of this process's engine instance, used in owner ids and waiter ids. */

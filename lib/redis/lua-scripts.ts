@@ -137,7 +137,6 @@ if not reentry and redis.call('EXISTS', K.state, K.queue) == 0 and (mode == 'w' 
   else
     redis.call('HSET', K.state, field, '1|' .. seq .. '|' .. f .. '|' .. now .. '|' .. ARGV[7], 'f', f)
   end
-  redis.call('DEL', K.leases)
   redis.call('ZADD', K.leases, now + lease, token)
   redis.call('PEXPIREAT', K.state, now + lease)
   redis.call('PEXPIREAT', K.leases, now + lease)
@@ -273,8 +272,23 @@ local K = lockKeys()
 local token, seq = ARGV[1], ARGV[2]
 local field = 'h:' .. token
 local now = clock()
-local purged = purge(K, now)
 local held = redis.call('HGET', K.state, field)
+local count, hseq, rest
+if held then
+  count, hseq, rest = string.match(held, '^(%d+)|(%d+)|(.*)$')
+  if seq ~= '' and tonumber(seq) <= tonumber(hseq) then return 1 end
+  -- Fast path: the last level of the only hold, its lease still running.
+  if (seq == '' or count == '1') and redis.call('ZCARD', K.leases) == 1 then
+    local s = redis.call('ZSCORE', K.leases, token)
+    if s and tonumber(s) > now then
+      redis.call('DEL', K.state, K.leases)
+      wake(K, ARGV[3], now)
+      return 2
+    end
+  end
+end
+local purged = purge(K, now)
+if held then held = redis.call('HGET', K.state, field) end
 if not held then
   if purged then
     settle(K)
@@ -283,8 +297,6 @@ if not held then
   return 0
 end
 if seq ~= '' then
-  local count, hseq, rest = string.match(held, '^(%d+)|(%d+)|(.*)$')
-  if tonumber(seq) <= tonumber(hseq) then return 1 end
   if tonumber(count) > 1 then
     redis.call('HSET', K.state, field, (tonumber(count) - 1) .. '|' .. seq .. '|' .. rest)
     return 1
