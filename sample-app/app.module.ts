@@ -1,4 +1,4 @@
-import { Inject, Module } from '@nestjs/common';
+import { Inject, Logger, Module } from '@nestjs/common';
 import type { DynamicModule, OnApplicationShutdown } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { RedisLockModule } from '../lib/index.js';
@@ -24,7 +24,15 @@ export class AppModule {
       imports: [RedisLockModule.forRoot({ redis: redisUrl, isGlobal: true })],
       controllers: [ArticlesController, LocksController],
       providers: [
-        { provide: ARTICLES_REDIS, useFactory: () => new Redis(redisUrl) },
+        {
+          provide: ARTICLES_REDIS,
+          useFactory: () => {
+            const redis = new Redis(redisUrl);
+            const logger = new Logger('ArticlesRedis');
+            redis.on('error', (err: Error) => logger.warn(`Redis: ${err.message}`));
+            return redis;
+          },
+        },
         ArticlesRedisCloser,
         ArticlesService,
       ],
