@@ -39,6 +39,8 @@ export interface LockEngineOptions extends Partial<LockEngineSettings> {
 
 /** Holds renewed per script call: 2 keys each, so one call stays well under Redis's argument limits. */
 const RENEW_CHUNK = 200;
+/** Lock names kept ready-made; the cache starts over when full. */
+const NAMES_CACHE_SIZE = 10_000;
 /** How long an idle wake-up subscription is kept, in milliseconds. */
 const SUBSCRIPTION_LINGER_MS = 1_000;
 
@@ -65,6 +67,7 @@ export class LockEngine {
   private readonly sleepers = new Set<WaitSignal>();
   private readonly inflight = new Set<Promise<unknown>>();
   private readonly waits = new Set<WaitRecord>();
+  private readonly names = new Map<string, LockKeys>();
   private readonly alarm: LockAlarm;
   private waiterSeq = 0;
   private closed = false;
@@ -188,6 +191,17 @@ export class LockEngine {
     return `${this.instanceId}|${key}`;
   }
 
+  /** Redis names of `key`, cached (a busy process locks the same keys again and again). */
+  private namesOf(key: string): LockKeys {
+    let names = this.names.get(key);
+    if (!names) {
+      if (this.names.size >= NAMES_CACHE_SIZE) this.names.clear();
+      names = lockKeys(this.settings.keyPrefix, key);
+      this.names.set(key, names);
+    }
+    return names;
+  }
+
   private currentOwner(): LockOwner {
     return ownerStorage().getStore()?.owner ?? new LockOwner(this.instanceId);
   }
@@ -257,7 +271,7 @@ export class LockEngine {
     try {
       // All or nothing, in sorted order: two callers locking [a, b] and [b, a] cannot deadlock.
       for (const key of keys) {
-        const got = await this.acquireKey(request, lockKeys(this.settings.keyPrefix, key));
+        const got = await this.acquireKey(request, this.namesOf(key));
         if (!got) {
           await this.releaseAll(holds);
           return null;
@@ -346,21 +360,25 @@ export class LockEngine {
     const token = owner.token(mode);
     const downgradeToken = mode === 'read' ? (owner.hold(this.slot(keys.key), 'write')?.token ?? '') : '';
     const waiterId = waiting ? `${this.instanceId}.${++this.waiterSeq}` : '';
-    const wakeUp = new WaitSignal();
-    const onMessage = (msg: string) => {
-      if (msg === `f:${waiterId}` || msg === `w:${waiterId}` || (msg === 'r' && mode === 'read')) wakeUp.fire();
+    // The waiting machinery is set up only when needed: an uncontended acquisition never builds it.
+    let wakeUp: WaitSignal | undefined;
+    const listen = () => {
+      const signal = (wakeUp = new WaitSignal());
+      this.sleepers.add(signal);
+      return this.subscriber.listen(keys.channel, (msg) => {
+        if (msg === `f:${waiterId}` || msg === `w:${waiterId}` || (msg === 'r' && mode === 'read')) signal.fire();
+      });
     };
     let waitRecord: WaitRecord | undefined;
     // When this process already listens on the lock's channel, join before the first attempt: no wake-up is missed.
-    let listener = waiting && this.subscriber.isLive(keys.channel) ? this.subscriber.listen(keys.channel, onMessage) : undefined;
+    let listener = waiting && this.subscriber.isLive(keys.channel) ? listen() : undefined;
     let registered = false;
     let contended = false;
     let granted = false;
-    this.sleepers.add(wakeUp);
     try {
       for (;;) {
         if (this.closing) throw new LockClosedError(keys.key);
-        wakeUp.reset();
+        wakeUp?.reset();
         const sentAt = performance.now();
         const [ok, value] = await this.runAcquire(keys, mode, token, o.leaseMs, downgradeToken, waiterId, false, owner, o.fair);
         if (ok === 1) {
@@ -389,17 +407,17 @@ export class LockEngine {
         }
         if (!listener) {
           // Subscribe, then try again at once: a release between the attempt above and the subscription is not lost.
-          listener = this.subscriber.listen(keys.channel, onMessage);
+          listener = listen();
           if (!listener.live) await listener.ready;
           continue;
         }
         // Sleep until woken, until the blocking leases can have run out, or until the deadline.
-        if (!wakeUp.fired) await wakeUp.wait(Math.min(value + 1, remaining), o.signal);
+        if (!wakeUp!.fired) await wakeUp!.wait(Math.min(value + 1, remaining), o.signal);
         o.signal?.throwIfAborted();
       }
     } finally {
       if (waitRecord) this.waits.delete(waitRecord);
-      this.sleepers.delete(wakeUp);
+      if (wakeUp) this.sleepers.delete(wakeUp);
       listener?.stop();
       if (registered && !granted) await this.cancelWait(keys, mode, waiterId);
     }
