@@ -45,7 +45,8 @@ export interface ResolvedAcquireOptions {
   readonly fair: boolean;
 }
 
-function checkDuration(option: string, value: unknown, min: number, allowInfinity: boolean): number {
+/** Throws `LockConfigError` unless `value` is a whole number of ms in range; `key` names the lock in the message. */
+function checkDuration(option: string, value: unknown, min: number, allowInfinity: boolean, key?: string): number {
   const ok =
     typeof value === 'number' &&
     ((allowInfinity && value === Number.POSITIVE_INFINITY) ||
@@ -53,8 +54,10 @@ function checkDuration(option: string, value: unknown, min: number, allowInfinit
   if (!ok) {
     throw new LockConfigError(
       `invalid ${option}: ${String(value)}; expected an integer number of milliseconds from ${min} to ${MAX_DURATION_MS}` +
-        (allowInfinity ? ' (or Infinity)' : ''),
+        (allowInfinity ? ' (or Infinity)' : '') +
+      (key === undefined ? '' : ` (lock "${key}")`),
       option,
+      key,
     );
   }
   return value as number;
@@ -93,16 +96,8 @@ export function resolveAcquireOptions(
   if (mode !== 'read' && mode !== 'write') {
     throw new LockConfigError(`invalid mode for "${key}": ${String(mode)}; expected 'read' or 'write'`, 'mode', key);
   }
-  const wrap = <T>(fn: () => T): T => {
-    try {
-      return fn();
-    } catch (err) {
-      if (err instanceof LockConfigError) throw new LockConfigError(`${err.message} (lock "${key}")`, err.option, key);
-      throw err;
-    }
-  };
-  const leaseMs = wrap(() => checkDuration('leaseMs', o.leaseMs ?? settings.leaseMs, MIN_LEASE_MS, false));
-  const waitTimeoutMs = wrap(() => checkDuration('waitTimeoutMs', o.waitTimeoutMs ?? settings.waitTimeoutMs, 0, true));
+  const leaseMs = checkDuration('leaseMs', o.leaseMs ?? settings.leaseMs, MIN_LEASE_MS, false, key);
+  const waitTimeoutMs = checkDuration('waitTimeoutMs', o.waitTimeoutMs ?? settings.waitTimeoutMs, 0, true, key);
   const autoExtend = o.autoExtend ?? settings.autoExtend;
   if (typeof autoExtend !== 'boolean') {
     throw new LockConfigError(`invalid autoExtend for "${key}": expected true or false`, 'autoExtend', key);

@@ -87,11 +87,6 @@ export class LockSubscriber {
     return this.subs.get(channel)?.confirmed === true;
   }
 
-  /** Number of channels currently subscribed (for tests and metrics). */
-  get channelCount(): number {
-    return this.subs.size;
-  }
-
   /** Drops every subscription timer; the connection itself is closed by its owner. */
   close(): void {
     for (const sub of this.subs.values()) if (sub.lingerTimer) clearTimeout(sub.lingerTimer);
