@@ -1,24 +1,27 @@
-// Nest layer
+// The public API of nest-redis-locks, listed by hand: what is not here is internal.
+
+// Nest module and service
 export { RedisLockModule } from './nest/redis-lock.module.js';
 export { LockService } from './nest/lock.service.js';
-export type { ModeFixedOptions } from './nest/lock.service.js';
 export { REDIS_LOCK_OPTIONS } from './nest/redis-lock.module-definition.js';
 export type { RedisLockModuleOptions, RedisLockOptionsFactory, OnLockLost } from './nest/redis-lock-module-options.interface.js';
+export { DEFAULT_MODULE_SETTINGS } from './nest/module-settings.js';
 
-// Decorators and interceptor
+// Decorators and their HTTP answers
 export { WriteLocked, Locked } from './decorators/write-locked.decorator.js';
 export { ReadLocked } from './decorators/read-locked.decorator.js';
 export type { LockedOptions } from './decorators/lock-decorator.factory.js';
 export type { LockKeySpec } from './decorators/key-template.js';
-export { LockInterceptor } from './interceptors/lock.interceptor.js';
-export { LockConflictException } from './interceptors/lock-conflict.exception.js';
+export { DefaultLockHttpErrorMapper } from './nest/http-error-mapper.js';
+export type { LockHttpErrorMapper } from './nest/http-error-mapper.js';
+export { LockConflictException } from './nest/lock-conflict.exception.js';
 
 // Engine (framework-free)
 export { LockEngine } from './locking/lock-engine.js';
-export type { LockEngineOptions } from './locking/lock-engine.js';
+export type { LockEngineOptions, LockPing, ModeFixedOptions } from './locking/lock-engine.js';
 export { DEFAULT_LOCK_SETTINGS } from './locking/lock-options.js';
 export type { LockEngineSettings } from './locking/lock-options.js';
-export type { AcquireOptions, LockHandle, LockHolderInfo, LockInfo, LockMode } from './locking/lock.types.js';
+export type { AcquireOptions, LockHandle, LockHolderInfo, LockInfo, LockMode } from './types/lock.types.js';
 export type {
   LockEvents,
   LockEventName,

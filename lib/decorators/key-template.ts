@@ -1,5 +1,6 @@
 import { LockConfigError } from '../errors/lock-config.error.js';
 import { LockKeyError } from '../errors/lock-key.error.js';
+import type { KeyResolver } from '../nest/locked-method.js';
 import { validateLockKey } from '../redis/key-layout.js';
 
 /**
@@ -9,8 +10,6 @@ import { validateLockKey } from '../redis/key-layout.js';
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type LockKeySpec = string | readonly string[] | ((...args: any[]) => string | readonly string[]);
 
-/** Turns the method's arguments into lock keys. */
-export type KeyResolver = (args: readonly unknown[]) => string[];
 
 const PLACEHOLDER = /<([^<>]*)>/g;
 

@@ -1,13 +1,13 @@
 import { UseInterceptors } from '@nestjs/common';
 import { Observable } from 'rxjs';
 import { LockConfigError } from '../errors/lock-config.error.js';
-import type { AcquireOptions, LockMode } from '../locking/lock.types.js';
+import type { AcquireOptions, LockMode } from '../types/lock.types.js';
 import { lockInterceptor } from '../interceptors/lock.interceptor.js';
-import { invokeLocked } from './invoke-locked.js';
+import { invokeLocked } from '../nest/locked-call.js';
+import { LOCKED_METADATA } from '../nest/locked-method.js';
+import type { LockedMethodSpec } from '../nest/locked-method.js';
 import { compileKeySpec } from './key-template.js';
 import type { LockKeySpec } from './key-template.js';
-import { LOCKED_METADATA } from './locked.constants.js';
-import type { LockedMethodSpec } from './locked.constants.js';
 import { parameterNames } from './parameter-names.js';
 
 /** Options of the lock decorators: `AcquireOptions` without `mode` (the decorator sets it) and `signal`. */

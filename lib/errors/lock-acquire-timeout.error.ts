@@ -1,4 +1,4 @@
-import type { LockMode } from '../locking/lock.types.js';
+import type { LockMode } from '../types/lock.types.js';
 import { LockError } from './lock.error.js';
 
 /** The lock could not be acquired within `waitTimeoutMs`. Mapped to HTTP 409 on controllers. */

@@ -16,10 +16,10 @@ export class RedisLockHealthIndicator {
   ) {}
 
   /** `up` when both connections answer PING within `timeoutMs` (default 1000 ms), `down` otherwise. */
-  async isHealthy<const Key extends string = 'redis-lock'>(key: Key = 'redis-lock' as Key, timeoutMs = 1_000): Promise<HealthIndicatorResult<Key>> {
+  async isHealthy<const Key extends string = 'redis-lock'>(key: Key = 'redis-lock' as Key, timeoutMs?: number): Promise<HealthIndicatorResult<Key>> {
     const session = this.health.check(key);
-    const status = await this.locks.engine.ping(timeoutMs);
-    const data = { commandMs: status.commandMs, subscriberMs: status.subscriberMs, heldLocks: this.locks.engine.heldCount };
+    const status = await this.locks.ping(timeoutMs);
+    const data = { commandMs: status.commandMs, subscriberMs: status.subscriberMs, heldLocks: this.locks.heldCount };
     if (status.command && status.subscriber) return session.up(data);
     return session.down({ ...data, message: status.error ?? 'Redis did not answer' });
   }

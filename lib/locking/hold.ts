@@ -1,12 +1,23 @@
 import { performance } from 'node:perf_hooks';
 import type { LockLostError } from '../errors/lock-lost.error.js';
-import type { LockKeys } from '../redis/key-layout.js';
-import type { LockMode } from './lock.types.js';
-import type { LockOwner } from './owner-context.js';
+import type { LockRef } from '../redis/lock-store.js';
+import type { LockMode } from '../types/lock.types.js';
+
+/** What a hold needs of its owner context (implemented by `LockOwner`). */
+export interface HoldOwner {
+  /** Readable, non-secret owner id. */
+  readonly id: string;
+  /** Next operation number of this owner's commands (see `LockOwner.nextSeq`). */
+  nextSeq(): number;
+  /** Runs `op` once no other command of this owner on `lane` is in flight (see `LockOwner.oneAtATime`). */
+  oneAtATime<T>(lane: string, op: () => Promise<T>): Promise<T>;
+  /** Forgets `hold` if it is still the owner's current hold of its key and mode. */
+  forget(hold: Hold): void;
+}
 
 /**
- * One owner's hold on one key in one mode, as Redis records it (a `h:<token>` field with a hold count).
- * Reentrant acquisitions share it; each returns its own handle.
+ * One owner's hold on one key in one mode, as the store records it (with a hold count). Reentrant acquisitions
+ * share it; each returns its own handle.
  */
 export class Hold {
   /** Reentrant levels still held locally. */
@@ -18,14 +29,16 @@ export class Hold {
   /** Created on first use of `signal`: most holds end without anyone looking at it. */
   private controller: AbortController | undefined;
   readonly acquiredAt = performance.now();
-  /** Local time (performance.now) until which Redis is known to keep the lease. */
+  /** Local time (performance.now) until which the store is known to keep the lease. */
   validUntil: number;
   /** Local time of the next watchdog renewal. */
   nextRenewAt: number;
 
   constructor(
-    readonly owner: LockOwner,
-    readonly keys: LockKeys,
+    readonly owner: HoldOwner,
+    /** Where the owner keeps this hold: one per engine and lock key (see `LockOwner.holds`). */
+    readonly ownerKey: string,
+    readonly lock: LockRef,
     readonly mode: LockMode,
     readonly token: string,
     readonly fencingToken: number,
@@ -35,6 +48,15 @@ export class Hold {
   ) {
     this.validUntil = sentAt + leaseMs;
     this.nextRenewAt = sentAt + leaseMs / 3;
+  }
+
+  get key(): string {
+    return this.lock.key;
+  }
+
+  /** The lane of this hold's commands: one command of an owner per key and mode at a time. */
+  get lane(): string {
+    return `${this.mode}:${this.ownerKey}`;
   }
 
   /** Aborted with the `LockLostError` when this hold is lost. */
@@ -48,10 +70,6 @@ export class Hold {
   markLost(error: LockLostError): void {
     this.lost = error;
     this.controller?.abort(error);
-  }
-
-  get key(): string {
-    return this.keys.key;
   }
 
   /** Holding: not ended, not lost. */

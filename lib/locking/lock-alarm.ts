@@ -1,16 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import type { Hold } from './hold.js';
 import type { HeldTooLongEvent } from './lock-events.js';
-import type { LockInfo, LockMode } from './lock.types.js';
-
-/** A waiting acquisition, as the alarm sees it. */
-export interface WaitRecord {
-  readonly key: string;
-  readonly mode: LockMode;
-  readonly owner: string;
-  readonly startedAt: number;
-  alarmed: boolean;
-}
+import type { LockInfo } from '../types/lock.types.js';
+import type { WaitRecord } from './waiting.js';
 
 /** Identity of this process, for holder-side reports. */
 export interface ProcessIdentity {
@@ -28,15 +20,20 @@ export class LockAlarm {
   private timer: NodeJS.Timeout | undefined;
   private readonly holdAlarmed = new WeakSet<Hold>();
 
+  private readonly holdWarningMs: number;
+  private readonly waitWarningMs: number;
+
   constructor(
-    private readonly holdWarningMs: number,
-    private readonly waitWarningMs: number,
+    thresholds: { readonly holdWarningMs: number; readonly waitWarningMs: number },
     private readonly identity: ProcessIdentity,
-    private readonly holds: () => Iterable<Hold>,
-    private readonly waits: () => Iterable<WaitRecord>,
+    private readonly holds: { list(): Iterable<Hold> },
+    private readonly waits: { records(): Iterable<WaitRecord> },
     private readonly inspect: (key: string) => Promise<LockInfo | null>,
     private readonly report: (event: HeldTooLongEvent) => void,
-  ) {}
+  ) {
+    this.holdWarningMs = thresholds.holdWarningMs;
+    this.waitWarningMs = thresholds.waitWarningMs;
+  }
 
   /** Starts checking (if any threshold is on) at a quarter of the smallest threshold, between 50 ms and 5 s. */
   start(): void {
@@ -56,7 +53,7 @@ export class LockAlarm {
   check(): void {
     const now = performance.now();
     if (this.holdWarningMs > 0) {
-      for (const hold of this.holds()) {
+      for (const hold of this.holds.list()) {
         const heldMs = now - hold.acquiredAt;
         if (heldMs < this.holdWarningMs || this.holdAlarmed.has(hold) || !hold.active) continue;
         this.holdAlarmed.add(hold);
@@ -72,7 +69,7 @@ export class LockAlarm {
       }
     }
     if (this.waitWarningMs > 0) {
-      for (const wait of this.waits()) {
+      for (const wait of this.waits.records()) {
         const waitedMs = now - wait.startedAt;
         if (waitedMs < this.waitWarningMs || wait.alarmed) continue;
         wait.alarmed = true;

@@ -1,5 +1,6 @@
+import { EventEmitter } from 'node:events';
 import type { LockLostError } from '../errors/lock-lost.error.js';
-import type { LockMode } from './lock.types.js';
+import type { LockMode } from '../types/lock.types.js';
 
 interface LockEventBase {
   readonly key: string;
@@ -58,4 +59,36 @@ export interface LockLogger {
   log?(message: string): void;
   warn(message: string): void;
   error(message: string, stack?: string): void;
+}
+
+/** The engine's typed events. A listener that throws is logged, never breaks the lock operation that emitted. */
+export class LockEventBus {
+  private readonly emitter = new EventEmitter();
+
+  constructor(private readonly logger: LockLogger) {
+    this.emitter.setMaxListeners(0);
+  }
+
+  on<E extends LockEventName>(event: E, listener: LockEventListener<E>): () => void {
+    this.emitter.on(event, listener);
+    return () => this.emitter.off(event, listener);
+  }
+
+  off<E extends LockEventName>(event: E, listener: LockEventListener<E>): void {
+    this.emitter.off(event, listener);
+  }
+
+  emit<E extends LockEventName>(event: E, payload: LockEvents[E]): void {
+    if (this.emitter.listenerCount(event) === 0) return;
+    try {
+      this.emitter.emit(event, payload);
+    } catch (err) {
+      this.logger.error(`a "${event}" listener threw: ${errorText(err)}`);
+    }
+  }
+}
+
+/** The message of an error (or the value as text), for log lines. */
+export function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }

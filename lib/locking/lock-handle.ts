@@ -1,8 +1,15 @@
 import { LockNotHeldError } from '../errors/lock-not-held.error.js';
+import type { LockHandle, LockMode } from '../types/lock.types.js';
 import type { Hold } from './hold.js';
-import type { LockEngine } from './lock-engine.js';
-import type { LockHandle, LockMode } from './lock.types.js';
 import type { LockOwner } from './owner-context.js';
+
+/** What a handle needs to end or extend its holds (implemented by `HoldKeeper`). */
+export interface HoldReleaser {
+  /** Releases one level of `hold`; `false` when it was no longer held. */
+  releaseHold(hold: Hold): Promise<boolean>;
+  /** Makes `hold`'s lease run `ms` from now; `false` when the store no longer has it. */
+  extendHold(hold: Hold, ms: number): Promise<boolean>;
+}
 
 /** A handle on one acquisition: one or several holds (one per key), released together. */
 export class LockHandleImpl implements LockHandle {
@@ -14,7 +21,8 @@ export class LockHandleImpl implements LockHandle {
   private combinedSignal: AbortSignal | undefined;
 
   constructor(
-    private readonly engine: LockEngine,
+    private readonly releaser: HoldReleaser,
+    /** The owner context that acquired it (runs nested work as that owner). */
     readonly owner: LockOwner,
     private readonly holds: readonly Hold[],
     readonly mode: LockMode,
@@ -43,7 +51,7 @@ export class LockHandleImpl implements LockHandle {
     this.released = true;
     let all = true;
     for (const hold of [...this.holds].reverse()) {
-      if (!(await this.engine.releaseHold(hold))) all = false;
+      if (!(await this.releaser.releaseHold(hold))) all = false;
     }
     return all;
   }
@@ -52,7 +60,7 @@ export class LockHandleImpl implements LockHandle {
     for (const hold of this.holds) {
       if (this.released) throw new LockNotHeldError(hold.key, 'this handle was released');
       if (hold.lost) throw new LockNotHeldError(hold.key, hold.lost.message);
-      if (!(await this.engine.extendHold(hold, ms ?? hold.leaseMs))) {
+      if (!(await this.releaser.extendHold(hold, ms ?? hold.leaseMs))) {
         throw new LockNotHeldError(hold.key, 'Redis no longer records this hold');
       }
     }

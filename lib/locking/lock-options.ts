@@ -1,5 +1,5 @@
 import { LockConfigError } from '../errors/lock-config.error.js';
-import type { AcquireOptions, LockMode } from './lock.types.js';
+import type { AcquireOptions, LockMode } from '../types/lock.types.js';
 
 /** Engine-wide settings, after defaults are merged. */
 export interface LockEngineSettings {
@@ -29,6 +29,9 @@ export const DEFAULT_LOCK_SETTINGS: LockEngineSettings = Object.freeze({
   holdWarningMs: 60_000,
   waitWarningMs: 5_000,
 });
+
+/** Default bound of `ping`, in milliseconds (the health check uses it too). */
+export const DEFAULT_PING_TIMEOUT_MS = 1_000;
 
 /** Smallest lease accepted, in milliseconds: below it the watchdog cannot renew in time. */
 export const MIN_LEASE_MS = 30;
@@ -63,26 +66,34 @@ function checkDuration(option: string, value: unknown, min: number, allowInfinit
   return value as number;
 }
 
-/** Merges engine settings over the defaults and validates them; throws `LockConfigError` naming the option. */
+/**
+ * Picks the engine settings out of `input` (other fields, such as `redis`, are ignored), merges them over the
+ * defaults and validates them; throws `LockConfigError` naming the option.
+ */
 export function resolveEngineSettings(input: Partial<LockEngineSettings> = {}): LockEngineSettings {
-  const merged = { ...DEFAULT_LOCK_SETTINGS, ...stripUndefined(input) };
-  if (typeof merged.keyPrefix !== 'string' || /[{}]/.test(merged.keyPrefix)) {
+  const merged: Record<string, unknown> = {};
+  for (const [name, fallback] of Object.entries(DEFAULT_LOCK_SETTINGS)) {
+    const value = (input as Record<string, unknown>)[name];
+    merged[name] = value === undefined ? fallback : value;
+  }
+  const settings = merged as unknown as LockEngineSettings;
+  if (typeof settings.keyPrefix !== 'string' || /[{}]/.test(settings.keyPrefix)) {
     throw new LockConfigError(
-      `invalid keyPrefix: ${JSON.stringify(merged.keyPrefix)}; expected a string without '{' or '}' (they form Redis Cluster hash tags)`,
+      `invalid keyPrefix: ${JSON.stringify(settings.keyPrefix)}; expected a string without '{' or '}' (they form Redis Cluster hash tags)`,
       'keyPrefix',
     );
   }
-  checkDuration('leaseMs', merged.leaseMs, MIN_LEASE_MS, false);
-  checkDuration('waitTimeoutMs', merged.waitTimeoutMs, 0, true);
-  checkDuration('holdWarningMs', merged.holdWarningMs, 0, false);
-  checkDuration('waitWarningMs', merged.waitWarningMs, 0, false);
-  if (typeof merged.autoExtend !== 'boolean') {
-    throw new LockConfigError(`invalid autoExtend: ${String(merged.autoExtend)}; expected true or false`, 'autoExtend');
+  checkDuration('leaseMs', settings.leaseMs, MIN_LEASE_MS, false);
+  checkDuration('waitTimeoutMs', settings.waitTimeoutMs, 0, true);
+  checkDuration('holdWarningMs', settings.holdWarningMs, 0, false);
+  checkDuration('waitWarningMs', settings.waitWarningMs, 0, false);
+  if (typeof settings.autoExtend !== 'boolean') {
+    throw new LockConfigError(`invalid autoExtend: ${String(settings.autoExtend)}; expected true or false`, 'autoExtend');
   }
-  if (typeof merged.appName !== 'string') {
+  if (typeof settings.appName !== 'string') {
     throw new LockConfigError(`invalid appName: expected a string`, 'appName');
   }
-  return Object.freeze(merged);
+  return Object.freeze(settings);
 }
 
 /** Merges per-call options over the engine settings; throws `LockConfigError` naming the option and key. */
@@ -91,8 +102,11 @@ export function resolveAcquireOptions(
   options: AcquireOptions | undefined,
   key: string,
 ): ResolvedAcquireOptions {
+  if (options !== undefined && (options === null || typeof options !== 'object')) {
+    throw new LockConfigError(`invalid options for "${key}": ${String(options)}; expected an object of AcquireOptions`, 'options', key);
+  }
   const o = options ?? {};
-  const mode = o.mode ?? 'write';
+  const mode = o.mode === undefined ? 'write' : o.mode;
   if (mode !== 'read' && mode !== 'write') {
     throw new LockConfigError(`invalid mode for "${key}": ${String(mode)}; expected 'read' or 'write'`, 'mode', key);
   }
@@ -110,8 +124,4 @@ export function resolveAcquireOptions(
     throw new LockConfigError(`invalid fair for "${key}": expected true or false`, 'fair', key);
   }
   return { mode, leaseMs, autoExtend, waitTimeoutMs, signal: o.signal, fair };
-}
-
-function stripUndefined<T extends object>(o: T): Partial<T> {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }

@@ -1,22 +1,25 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomBytes, randomFillSync } from 'node:crypto';
-import type { LockMode } from './lock.types.js';
-import type { Hold } from './hold.js';
+import type { LockHandle, LockMode } from '../types/lock.types.js';
+import type { Hold, HoldOwner } from './hold.js';
 
 /**
  * The owner of reentrant holds: one per outermost `withLock` / decorated call (the Node analogue of Redisson's
  * thread). Everything that runs inside that call's async context, however deeply nested, is the same owner.
  */
-export class LockOwner {
+export class LockOwner implements HoldOwner {
   private static counter = 0;
   /** Readable, non-secret id: `<instance id>:<n>`. */
   readonly id: string;
-  /** Secret tokens, 128 random bits each; one per mode so Redis can tell this owner's read and write holds apart. */
+  /** Secret tokens, 128 random bits each; one per mode so the store can tell this owner's read and write holds apart. */
   readonly writeToken: string;
   readonly readToken: string;
-  /** Current holds by lock key. */
-  readonly holds = new Map<string, { write?: Hold; read?: Hold }>();
-  /** The command in flight per `<mode>:<key>` (see `oneAtATime`). */
+  /**
+   * Current holds by owner key `<engine instance id>|<lock key>`. Owner contexts are shared by every engine in the
+   * process, so holds are kept per engine: another engine's lock on the same key name is another lock.
+   */
+  private readonly holds = new Map<string, { write?: Hold; read?: Hold }>();
+  /** The command in flight per lane (see `oneAtATime`). */
   private readonly pending = new Map<string, Promise<unknown>>();
   /** Last operation number sent for this owner's tokens (see `nextSeq`). */
   private seq = 0;
@@ -29,7 +32,7 @@ export class LockOwner {
   }
 
   /**
-   * Increasing number of each acquire or release sent for this owner's tokens, whichever engine sends it: Redis
+   * Increasing number of each acquire or release sent for this owner's tokens, whichever engine sends it: the store
    * ignores a command whose number it has already seen for the token (a re-send after a reconnect).
    */
   nextSeq(): number {
@@ -37,19 +40,19 @@ export class LockOwner {
   }
 
   /**
-   * Runs `op` once no other acquisition or release of this owner on `slot` is in flight, and keeps it registered
+   * Runs `op` once no other acquisition or release of this owner on `lane` is in flight, and keeps it registered
    * while it runs. So parallel branches of one context re-enter instead of racing, and the commands of one token
-   * on one key reach Redis in order (a command re-sent as EVAL after NOSCRIPT must not land after a later one,
-   * whose higher seq would make Redis skip it).
+   * on one key reach the store in order (a command re-sent as EVAL after NOSCRIPT must not land after a later
+   * one, whose higher seq would make the store skip it).
    */
-  async oneAtATime<T>(slot: string, op: () => Promise<T>): Promise<T> {
-    for (let p = this.pending.get(slot); p; p = this.pending.get(slot)) await p.catch(() => undefined);
+  async oneAtATime<T>(lane: string, op: () => Promise<T>): Promise<T> {
+    for (let p = this.pending.get(lane); p; p = this.pending.get(lane)) await p.catch(() => undefined);
     const run = op();
-    this.pending.set(slot, run);
+    this.pending.set(lane, run);
     try {
       return await run;
     } finally {
-      if (this.pending.get(slot) === run) this.pending.delete(slot);
+      if (this.pending.get(lane) === run) this.pending.delete(lane);
     }
   }
 
@@ -57,48 +60,65 @@ export class LockOwner {
     return mode === 'write' ? this.writeToken : this.readToken;
   }
 
-  hold(key: string, mode: LockMode): Hold | undefined {
-    const entry = this.holds.get(key);
+  hold(ownerKey: string, mode: LockMode): Hold | undefined {
+    const entry = this.holds.get(ownerKey);
     return mode === 'write' ? entry?.write : entry?.read;
   }
 
-  setHold(key: string, mode: LockMode, hold: Hold | undefined): void {
-    const entry = this.holds.get(key) ?? {};
+  keep(hold: Hold): void {
+    this.set(hold.ownerKey, hold.mode, hold);
+  }
+
+  forget(hold: Hold): void {
+    if (this.hold(hold.ownerKey, hold.mode) === hold) this.set(hold.ownerKey, hold.mode, undefined);
+  }
+
+  private set(ownerKey: string, mode: LockMode, hold: Hold | undefined): void {
+    const entry = this.holds.get(ownerKey) ?? {};
     if (mode === 'write') entry.write = hold;
     else entry.read = hold;
-    if (!entry.write && !entry.read) this.holds.delete(key);
-    else this.holds.set(key, entry);
+    if (!entry.write && !entry.read) this.holds.delete(ownerKey);
+    else this.holds.set(ownerKey, entry);
   }
 }
 
-/**
- * A place the Nest interceptor leaves in the context for one decorated handler: the decorated method fills it
- * with the handle it acquired, and the interceptor releases that handle when the response completes.
- */
-export interface DeferredReleaseSlot {
-  /** The decorated method this slot is for. */
-  readonly target: unknown;
-  used: boolean;
-  handle: unknown;
-}
-
-/** What the async context carries: the owner, the innermost lock handle of the current scope, and a slot. */
-export interface LockFrame {
+/** What the async context carries: the owner and the innermost lock handle of the current scope. */
+interface LockFrame {
   readonly owner: LockOwner;
-  readonly handle: unknown;
-  readonly slot?: DeferredReleaseSlot;
+  readonly handle: LockHandle | undefined;
 }
 
 const STORAGE_KEY = Symbol.for('nest-redis-locks.owner-context');
 type GlobalWithStorage = typeof globalThis & { [STORAGE_KEY]?: AsyncLocalStorage<LockFrame> };
 
 /**
- * Kept on `globalThis` so that two copies of the library in one process (e.g. hoisted and nested
- * node_modules) still share one notion of "the current owner".
+ * Kept on `globalThis` so that two copies of the library in one process (hoisted and nested node_modules, or the
+ * CommonJS and ESM builds) still share one notion of "the current owner".
  */
 export function ownerStorage(): AsyncLocalStorage<LockFrame> {
   const g = globalThis as GlobalWithStorage;
   return (g[STORAGE_KEY] ??= new AsyncLocalStorage<LockFrame>());
+}
+
+/** The owner of the current async context, or a new one (a call outside any context is its own owner). */
+export function currentOwner(instanceId: string): LockOwner {
+  return ownerStorage().getStore()?.owner ?? new LockOwner(instanceId);
+}
+
+/** The innermost handle of the current async context (set by `withLock` and the decorators). */
+export function currentHandle(): LockHandle | undefined {
+  return ownerStorage().getStore()?.handle;
+}
+
+/** Runs `fn` as the current owner, starting a new owner context when there is none. */
+export function runInOwnerScope<T>(instanceId: string, fn: () => T): T {
+  if (ownerStorage().getStore()) return fn();
+  return ownerStorage().run({ owner: new LockOwner(instanceId), handle: undefined }, fn);
+}
+
+/** Runs `fn` in the current owner context (or `owner`'s, outside any) with `handle` as the current handle. */
+export function runWithHandle<T>(handle: LockHandle, owner: LockOwner, fn: () => T): T {
+  return ownerStorage().run({ owner: ownerStorage().getStore()?.owner ?? owner, handle }, fn);
 }
 
 const POOL_SIZE = 4096;
@@ -118,7 +138,7 @@ function randomHex(n: number): string {
   return hex;
 }
 
-/** Random id of this process's engine instance, used in owner ids and waiter ids. */
+/** Random id of an engine instance, used in owner ids and waiter ids. */
 export function newInstanceId(): string {
   return randomBytes(6).toString('hex');
 }

@@ -1,12 +1,11 @@
 import { LockConfigError } from '../errors/lock-config.error.js';
 import type { LockEngine } from '../locking/lock-engine.js';
-import type { OnLockLost } from './redis-lock-module-options.interface.js';
+import type { ModuleSettings } from './module-settings.js';
 
 /** What decorated methods and the interceptor need at call time. */
 export interface LockRuntime {
   readonly engine: LockEngine;
-  readonly onLockLost: OnLockLost;
-  readonly conflictStatus: number;
+  readonly settings: ModuleSettings;
   warn(message: string): void;
 }
 
@@ -20,7 +19,8 @@ function stack(): LockRuntime[] {
 
 /**
  * The running lock services, reached by decorated methods at call time (decorators run before any module
- * exists, so they cannot be injected). The most recently started one serves.
+ * exists, so they cannot be injected). Kept on `globalThis`, so both builds of the package share it. The most
+ * recently started one serves.
  */
 export const LockRegistry = {
   register(runtime: LockRuntime): void {

@@ -1,48 +1,56 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { BeforeApplicationShutdown, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
-import { attachOpenTelemetryMetrics } from '../observability/lock-metrics.js';
-import type { LockEventListener, LockEventName } from '../locking/lock-events.js';
 import { LockEngine } from '../locking/lock-engine.js';
-import type { AcquireOptions, LockHandle, LockInfo } from '../locking/lock.types.js';
-import type { LockRuntime } from './lock-registry.js';
+import type { LockPing, ModeFixedOptions } from '../locking/lock-engine.js';
+import type { LockEventListener, LockEventName } from '../locking/lock-events.js';
+import { attachOpenTelemetryMetrics } from '../observability/lock-metrics.js';
+import type { AcquireOptions, LockHandle, LockInfo } from '../types/lock.types.js';
 import { LockRegistry } from './lock-registry.js';
+import type { LockRuntime } from './lock-registry.js';
+import { resolveModuleSettings } from './module-settings.js';
+import type { ModuleSettings } from './module-settings.js';
 import type { RedisLockModuleOptions } from './redis-lock-module-options.interface.js';
 import { MODULE_OPTIONS_TOKEN } from './redis-lock.module-definition.js';
 
-/** Per-call options of `withReadLock` / `withWriteLock` (the mode is given by the method). */
-export type ModeFixedOptions = Omit<AcquireOptions, 'mode'>;
-
 /**
- * Distributed read/write locks on Redis, injectable anywhere. A thin Nest wrapper over `LockEngine`.
+ * Distributed read/write locks on Redis, injectable anywhere once `RedisLockModule` is imported. A thin Nest
+ * wrapper over `LockEngine`; it also serves the `@WriteLocked` / `@ReadLocked` decorators.
+ *
+ * @example
+ * constructor(private readonly locks: LockService) {}
+ * transfer(from: string, to: string, amount: number) {
+ *   return this.locks.withWriteLock([`account:${from}`, `account:${to}`], () => this.ledger.move(from, to, amount));
+ * }
  */
 @Injectable()
 export class LockService implements OnModuleInit, BeforeApplicationShutdown, OnApplicationShutdown {
-  /** The framework-free engine underneath (events, settings, the Redis connection). */
-  readonly engine: LockEngine;
+  private readonly engine: LockEngine;
+  private readonly settings: ModuleSettings;
   private readonly logger = new Logger('RedisLock');
   private readonly runtime: LockRuntime;
   private detachMetrics: (() => void) | undefined;
 
-  constructor(@Inject(MODULE_OPTIONS_TOKEN) private readonly options: RedisLockModuleOptions) {
+  /** @throws {LockConfigError} naming the option, when a module option is invalid (at start-up). */
+  constructor(@Inject(MODULE_OPTIONS_TOKEN) options: RedisLockModuleOptions) {
+    this.settings = resolveModuleSettings(options);
     this.engine = new LockEngine({ ...options, logger: options.logger ?? this.logger });
     const logger = this.logger;
-    this.runtime = {
-      engine: this.engine,
-      onLockLost: options.onLockLost ?? 'warn',
-      conflictStatus: options.conflictStatus ?? 409,
-      warn: (m) => logger.warn(m),
-    };
+    this.runtime = { engine: this.engine, settings: this.settings, warn: (m) => logger.warn(m) };
     LockRegistry.register(this.runtime);
   }
 
   /** Starts the OpenTelemetry metrics when enabled and `@opentelemetry/api` is installed. */
   async onModuleInit(): Promise<void> {
-    const metrics = this.options.metrics ?? true;
-    if (metrics === false) return;
-    this.detachMetrics = await attachOpenTelemetryMetrics(this.engine, metrics === true ? {} : metrics, this.logger);
+    if (this.settings.metrics === false) return;
+    this.detachMetrics = await attachOpenTelemetryMetrics(this.engine, this.settings.metrics, this.logger);
   }
 
-  /** Waits up to `waitTimeoutMs`, then rejects with `LockAcquireTimeoutError`. */
+  /**
+   * Waits up to `waitTimeoutMs` for the lock on `keys` (all of them, or none). Release the handle when done.
+   * @throws {LockAcquireTimeoutError} when the lock was not granted in time.
+   * @throws {LockKeyError} / {LockConfigError} for an invalid key or option, before Redis is touched.
+   * @throws {LockUpgradeError} when the caller holds the read lock and asks for the write lock.
+   */
   acquire(keys: string | readonly string[], options?: AcquireOptions): Promise<LockHandle> {
     return this.engine.acquire(keys, options);
   }
@@ -52,19 +60,23 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown, OnA
     return this.engine.tryAcquire(keys, options);
   }
 
-  /** Acquires (write by default), runs `fn(handle)`, releases on success and on throw; returns what `fn` returns. */
+  /**
+   * Acquires (write by default), runs `fn(handle)`, releases on success and on throw; returns what `fn` returns.
+   * Nested calls in the same async context re-enter. Rejects as `acquire` does.
+   * @example const saved = await locks.withLock(`article:${id}`, () => this.articles.save(id, dto));
+   */
   withLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
     return this.engine.withLock(keys, fn, options);
   }
 
   /** `withLock` in read mode: shared with other readers. */
   withReadLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: ModeFixedOptions): Promise<T> {
-    return this.engine.withLock(keys, fn, { ...options, mode: 'read' });
+    return this.engine.withReadLock(keys, fn, options);
   }
 
   /** `withLock` in write mode: exclusive. */
   withWriteLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: ModeFixedOptions): Promise<T> {
-    return this.engine.withLock(keys, fn, { ...options, mode: 'write' });
+    return this.engine.withWriteLock(keys, fn, options);
   }
 
   /** Frees the hold `token` has on `key`, from any process. `false` when that token holds nothing there. */
@@ -95,6 +107,16 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown, OnA
   /** Subscribes to a lock event; returns the unsubscribe function. */
   on<E extends LockEventName>(event: E, listener: LockEventListener<E>): () => void {
     return this.engine.on(event, listener);
+  }
+
+  /** Round trip to Redis on the command and wake-up connections, each bounded by `timeoutMs` (default 1000). Never rejects. */
+  ping(timeoutMs?: number): Promise<LockPing> {
+    return this.engine.ping(timeoutMs);
+  }
+
+  /** Number of locks this process holds (and renews) right now. */
+  get heldCount(): number {
+    return this.engine.heldCount;
   }
 
   /**

@@ -1,5 +1,6 @@
 import type { LockEngineOptions } from '../locking/lock-engine.js';
 import type { LockMetricsOptions } from '../observability/lock-metrics.js';
+import type { LockHttpErrorMapper } from './http-error-mapper.js';
 
 /** What a decorated method does when its lock was lost while it ran. */
 export type OnLockLost =
@@ -16,6 +17,11 @@ export interface RedisLockModuleOptions extends LockEngineOptions {
   readonly onLockLost?: OnLockLost;
   /** HTTP status a controller answers when a decorated handler's lock times out. Default `409` (Conflict). */
   readonly conflictStatus?: number;
+  /**
+   * How lock errors of decorated controller handlers become HTTP answers. Default: a
+   * `DefaultLockHttpErrorMapper` with `conflictStatus` (409 timeout, 400 bad key, 503 shutting down).
+   */
+  readonly httpErrorMapper?: LockHttpErrorMapper;
   /**
    * OpenTelemetry metrics, recorded when `@opentelemetry/api` is installed: `true` (default) uses the global
    * meter provider, `false` turns them off, an object sets the meter or opts in to the `lock.key` attribute.

@@ -1,7 +1,9 @@
 import { Cluster, Redis } from 'ioredis';
 import type { RedisOptions } from 'ioredis';
 import { LockConfigError } from '../errors/lock-config.error.js';
-import type { RedisClient } from './script-runner.js';
+
+/** A connection the library sends commands on: a standalone client or a Cluster client. */
+export type RedisClient = Redis | Cluster;
 
 /** What the `redis` option accepts: a URL, ioredis options, or a client the application owns. */
 export type RedisConnectionInput = string | RedisOptions | Redis | Cluster;
@@ -12,6 +14,8 @@ export interface LockConnections {
   readonly client: RedisClient;
   /** Dedicated subscriber connection for wake-ups (always opened by the library). */
   readonly subscriber: RedisClient;
+  /** `true` when the library opened `client` (and so listens to its errors and closes it). */
+  readonly owned: boolean;
   /** Closes what the library opened; a client the application passed in is left open. */
   close(): Promise<void>;
 }
@@ -46,10 +50,12 @@ export function openConnections(input: RedisConnectionInput | undefined): LockCo
     );
   }
   // The subscriber must not share the command connection: a subscribed connection accepts no other commands.
+  // (Two branches: `Redis.duplicate` and `Cluster.duplicate` have different signatures.)
   const subscriber: RedisClient = client instanceof Cluster ? client.duplicate() : client.duplicate();
   return {
     client,
     subscriber,
+    owned,
     async close() {
       await quietly(subscriber);
       if (owned) await quietly(client);

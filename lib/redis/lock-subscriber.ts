@@ -1,4 +1,4 @@
-import type { RedisClient } from './script-runner.js';
+import type { RedisClient } from './connection.js';
 
 type Listener = (message: string) => void;
 

@@ -11,6 +11,7 @@ import { RedisLockModule } from '../../lib/nest/redis-lock.module.js';
 import type { RedisLockModuleOptions, RedisLockOptionsFactory } from '../../lib/nest/redis-lock-module-options.interface.js';
 import { TestApps, Timeline, compileOrCleanUp } from '../support/nest-app.js';
 import { Resources, keysUnder, redisUrl, sleep, uniquePrefix } from '../support/redis.js';
+import { until } from '../support/lock-test-kit.js';
 
 const SLOW_MS = 120;
 const timeline = new Timeline();
@@ -84,10 +85,9 @@ class LockOptionsModule {}
 /** Runs `publish` slowly and checks, while it runs, that its lock lives under `prefix` in Redis. */
 async function expectLocksUnder(app: INestApplicationContext, res: Resources, prefix: string): Promise<void> {
   const redis = res.redis();
-  expect(app.get(LockService).engine.settings.keyPrefix).toBe(prefix);
   const running = app.get(Publisher).publish('1', 100);
-  await sleep(40);
-  expect((await keysUnder(redis, prefix)).length).toBeGreaterThan(0);
+  // While `publish` holds its lock, the lock's keys exist under `prefix` (and only there).
+  await until(async () => (await keysUnder(redis, prefix)).length > 0, 1_000, `lock keys under ${prefix}`);
   const { info } = await running;
   expect(info?.holders[0].holdCount).toBe(1);
   expect(await keysUnder(redis, prefix)).toEqual([]);

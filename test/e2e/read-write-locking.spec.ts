@@ -5,7 +5,7 @@ import { LockUpgradeError } from '../../lib/errors/lock-upgrade.error.js';
 import { ReadLocked } from '../../lib/decorators/read-locked.decorator.js';
 import { WriteLocked } from '../../lib/decorators/write-locked.decorator.js';
 import { LockService } from '../../lib/nest/lock.service.js';
-import type { LockInfo } from '../../lib/locking/lock.types.js';
+import type { LockInfo } from '../../lib/types/lock.types.js';
 import { TestApps, Timeline, waitUntilFree } from '../support/nest-app.js';
 import type { LockTestApp } from '../support/nest-app.js';
 

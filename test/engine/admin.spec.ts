@@ -2,17 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { LockLostError } from '../../lib/errors/lock-lost.error.js';
 import type { LockEvents } from '../../lib/locking/lock-events.js';
-import { ACQUIRE, RELEASE } from '../../lib/redis/lua-scripts.js';
-import { runScript } from '../../lib/redis/script-runner.js';
-import { LockTestKit, abortedWithin, deferred, keysUnder, redisNames, sleep } from '../support/lock-test-kit.js';
-
-/** The `count|seq|…` record Redis keeps for a holder's token. */
-async function holdRecord(redis: { hget(key: string, field: string): Promise<string | null> }, state: string, token: string) {
-  const raw = await redis.hget(state, `h:${token}`);
-  if (raw === null) return null;
-  const [count, seq] = raw.split('|');
-  return { count: Number(count), seq: Number(seq) };
-}
+import { ACQUIRE } from '../../lib/redis/lua-scripts.js';
+import { LockTestKit, abortedWithin, deferred, keysUnder, sleep } from '../support/lock-test-kit.js';
 
 describe('release by token, forced release, retried commands', () => {
   const kit = new LockTestKit();
@@ -106,37 +97,49 @@ describe('release by token, forced release, retried commands', () => {
     for (const r of readers) expect(await r.release()).toBe(false);
   });
 
-  it('a release the client re-sends (same seq) is applied once', async () => {
+  it('a release or re-entry the client re-sends (same seq) is applied once', async () => {
     const engine = kit.engine();
     const redis = kit.redis();
-    const names = redisNames(engine.settings.keyPrefix, 'k');
-    const keys = names.all;
+    const store = kit.store(engine);
+    const lock = store.lock('k');
     await engine.runInOwnerScope(async () => {
       const outer = await engine.acquire('k');
       const inner = await engine.acquire('k');
       expect(inner.token).toBe(outer.token);
-      const before = await holdRecord(redis, names.state, outer.token);
-      expect(before?.count).toBe(2);
+      expect((await engine.inspect('k'))?.holders[0].holdCount).toBe(2);
 
-      // One release, sent twice (a reconnect re-sends what had no reply), carries one seq.
-      const seq = before!.seq + 1_000;
-      expect(await runScript(redis, RELEASE, keys, [outer.token, seq, names.channel])).toBe(1);
-      expect(await runScript(redis, RELEASE, keys, [outer.token, seq, names.channel])).toBe(1);
-      expect((await holdRecord(redis, names.state, outer.token))?.count).toBe(1);
+      // One release, sent twice (a reconnect re-sends what had no reply), carries one seq: higher than any the
+      // owner has used so far.
+      const seq = 1_000_000;
+      expect(await store.release(lock, outer.token, seq)).toBe('level');
+      expect(await store.release(lock, outer.token, seq)).toBe('level');
       expect((await engine.inspect('k'))?.holders[0].holdCount).toBe(1);
 
       // A re-sent re-entry is applied once as well.
-      const acquireArgs = (s: number) => [outer.token, 'w', 30_000, s, '', '', 'host|1|app|owner', names.channel, '1'];
-      const [ok1, fence1] = (await runScript(redis, ACQUIRE, keys, acquireArgs(seq + 1))) as number[];
-      const [ok2, fence2] = (await runScript(redis, ACQUIRE, keys, acquireArgs(seq + 1))) as number[];
-      expect([ok1, ok2]).toEqual([1, 1]);
-      expect([fence1, fence2]).toEqual([outer.fencingToken, outer.fencingToken]);
-      expect((await holdRecord(redis, names.state, outer.token))?.count).toBe(2);
+      const reenter = () =>
+        store.acquire({
+          lock,
+          mode: 'write',
+          token: outer.token,
+          leaseMs: 30_000,
+          seq: seq + 1,
+          ownerId: 'owner',
+          downgradeToken: '',
+          waiterId: '',
+          reentry: true,
+          fair: false,
+        });
+      const replies = [await reenter(), await reenter()];
+      expect(replies).toEqual([
+        { granted: true, fencingToken: outer.fencingToken, reentered: true },
+        { granted: true, fencingToken: outer.fencingToken, reentered: true },
+      ]);
+      expect((await engine.inspect('k'))?.holders[0].holdCount).toBe(2);
 
       // The next, new release goes through; the last level ends the hold.
-      expect(await runScript(redis, RELEASE, keys, [outer.token, seq + 2, names.channel])).toBe(1);
-      expect(await runScript(redis, RELEASE, keys, [outer.token, seq + 3, names.channel])).toBe(2);
-      expect(await runScript(redis, RELEASE, keys, [outer.token, seq + 3, names.channel])).toBe(0);
+      expect(await store.release(lock, outer.token, seq + 2)).toBe('level');
+      expect(await store.release(lock, outer.token, seq + 3)).toBe('ended');
+      expect(await store.release(lock, outer.token, seq + 3)).toBe('not-held');
       expect(await engine.inspect('k')).toBeNull();
       // The engine's handles now refer to a hold Redis no longer has.
       expect(await inner.release()).toBe(false);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Redis } from 'ioredis';
 import type { LockEngine } from '../../lib/locking/lock-engine.js';
-import type { LockHandle } from '../../lib/locking/lock.types.js';
+import type { LockHandle } from '../../lib/types/lock.types.js';
 import * as scripts from '../../lib/redis/lua-scripts.js';
 import { LockTestKit, keysUnder, sleep, track, until } from '../support/lock-test-kit.js';
 
@@ -76,7 +76,7 @@ describe('Redis commands per operation (private redis-server)', () => {
   it('a contended acquisition costs the same small number of commands whether the holder holds 100 ms or 1500 ms', async () => {
     const holder = kit.engine({ redis: url });
     const waiter = kit.peer(holder, { redis: url });
-    await Promise.all([holder.redis.ping(), waiter.redis.ping()]);
+    await Promise.all([holder.ping(), waiter.ping()]);
     let n = 0;
 
     /** Commands from the holder's 10 s hold of `holdMs` (and its release), with or without one waiter. */

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { LockEngine } from '../../lib/locking/lock-engine.js';
-import type { LockHandle } from '../../lib/locking/lock.types.js';
+import type { LockHandle } from '../../lib/types/lock.types.js';
 import { startRedisServer } from '../../tools/redis-server.mjs';
 import { Resources, keysUnder, sleep, uniquePrefix } from '../support/redis.js';
 

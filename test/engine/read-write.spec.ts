@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from '@jest/globals';
-import type { LockHandle } from '../../lib/locking/lock.types.js';
+import type { LockHandle } from '../../lib/types/lock.types.js';
 import { LockTestKit, keysUnder, sleep, track, until } from '../support/lock-test-kit.js';
 
 describe('read/write exclusion', () => {

@@ -4,7 +4,7 @@ import { LockConfigError } from '../../lib/errors/lock-config.error.js';
 import { LockKeyError } from '../../lib/errors/lock-key.error.js';
 import { LockError } from '../../lib/errors/lock.error.js';
 import type { LockEngine } from '../../lib/locking/lock-engine.js';
-import type { AcquireOptions } from '../../lib/locking/lock.types.js';
+import type { AcquireOptions } from '../../lib/types/lock.types.js';
 import { LockTestKit, keysUnder } from '../support/lock-test-kit.js';
 
 /** What the call threw or rejected with; fails if it succeeded. Promise-returning calls must reject, not throw. */
@@ -56,7 +56,7 @@ describe('validation before Redis is touched', () => {
     url = server.url;
     engine = kit.engine({ redis: url });
     redis = kit.redis(url);
-    await engine.redis.ping();
+    await engine.ping();
   });
   afterAll(() => kit.closeAll());
 

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { LockAcquireTimeoutError } from '../../lib/errors/lock-acquire-timeout.error.js';
 import { LockError } from '../../lib/errors/lock.error.js';
 import type { LockEvents } from '../../lib/locking/lock-events.js';
-import type { LockHandle } from '../../lib/locking/lock.types.js';
+import type { LockHandle } from '../../lib/types/lock.types.js';
 import { LockTestKit, keysUnder, redisNames, rejectionOf, sleep, track, until } from '../support/lock-test-kit.js';
 
 describe('waiting', () => {

@@ -4,6 +4,7 @@ import { expect } from '@jest/globals';
 import { Redis } from 'ioredis';
 import type { LockEngine, LockEngineOptions } from '../../lib/locking/lock-engine.js';
 import type { LockLogger } from '../../lib/locking/lock-events.js';
+import { RedisLockStore } from '../../lib/redis/redis-lock-store.js';
 import { startRedisServer } from '../../tools/redis-server.mjs';
 import type { RedisServerProcess } from '../../tools/redis-server.mjs';
 import { Resources, keysUnder, redisUrl, sleep } from './redis.js';
@@ -41,6 +42,21 @@ export class LockTestKit extends Resources {
   /** A second engine on the same Redis and key prefix as `engine`, like another process of the same app. */
   peer(engine: LockEngine, options: Partial<LockEngineOptions> = {}): LockEngine {
     return this.engine({ keyPrefix: engine.settings.keyPrefix, ...options });
+  }
+
+  /**
+   * The script gateway on `engine`'s Redis and key prefix, for tests that send one store command at a time (e.g. a
+   * command re-sent after a reconnect). Closed by `closeAll`.
+   */
+  store(engine: LockEngine, url = redisUrl()): RedisLockStore {
+    const store = new RedisLockStore(url, {
+      keyPrefix: engine.settings.keyPrefix,
+      identity: { host: 'test-host', pid: 1, app: 'test' },
+      subscriptionLingerMs: 0,
+      onConnectionError: (err) => this.logger.warn(String(err)),
+    });
+    this.add(() => store.close());
+    return store;
   }
 
   /** A private redis-server (so command counts and DBSIZE are not shared with parallel tests), stopped last. */

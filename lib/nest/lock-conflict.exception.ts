@@ -6,6 +6,7 @@ import type { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.err
  * `{ statusCode, error: 'Conflict', message, key, keys, waitedMs }`.
  */
 export class LockConflictException extends HttpException {
+  /** @param status HTTP status; default 409 (the module option `conflictStatus`). */
   constructor(error: LockAcquireTimeoutError, status = 409) {
     super(
       {

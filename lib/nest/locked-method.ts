@@ -1,8 +1,10 @@
-import type { AcquireOptions, LockMode } from '../locking/lock.types.js';
-import type { KeyResolver } from './key-template.js';
+import type { AcquireOptions, LockMode } from '../types/lock.types.js';
 
-/** Metadata key under which a decorated method records its lock. */
+/** Metadata key under which a lock decorator records its method's `LockedMethodSpec`. */
 export const LOCKED_METADATA = Symbol.for('nest-redis-locks.locked');
+
+/** Turns a decorated method's arguments into lock keys, already checked with `validateLockKey`. */
+export type KeyResolver = (args: readonly unknown[]) => string[];
 
 /** What a lock decorator recorded about its method. */
 export interface LockedMethodSpec {

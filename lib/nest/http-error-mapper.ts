@@ -1,0 +1,57 @@
+import { BadRequestException, ServiceUnavailableException } from '@nestjs/common';
+import type { ExecutionContext } from '@nestjs/common';
+import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error.js';
+import { LockClosedError } from '../errors/lock-closed.error.js';
+import { LockKeyError } from '../errors/lock-key.error.js';
+import { LockConflictException } from './lock-conflict.exception.js';
+
+/**
+ * Turns what a lock-decorated HTTP handler threw into what the client gets. Set one with the module option
+ * `httpErrorMapper`; extend `DefaultLockHttpErrorMapper` to change one case and keep the others.
+ *
+ * @example
+ * class LockedIs423 extends DefaultLockHttpErrorMapper {
+ *   protected override conflict(error: LockAcquireTimeoutError): unknown {
+ *     return new HttpException({ message: `retry "${error.key}" later` }, 423);
+ *   }
+ * }
+ * RedisLockModule.forRoot({ redis, httpErrorMapper: new LockedIs423() });
+ */
+export interface LockHttpErrorMapper {
+  /**
+   * Returns what to throw instead of `error` (usually an `HttpException`), or `error` itself to pass it on. Called
+   * for every error of a lock-decorated controller handler, the handler's own errors included.
+   */
+  map(error: unknown, context: ExecutionContext): unknown;
+}
+
+/**
+ * The default mapping: `LockAcquireTimeoutError` → 409 (`LockConflictException`, status from `conflictStatus`),
+ * `LockKeyError` → 400, `LockClosedError` (shutting down) → 503; every other error passes untouched.
+ */
+export class DefaultLockHttpErrorMapper implements LockHttpErrorMapper {
+  /** @param conflictStatus status of a lock timeout, default 409. */
+  constructor(protected readonly conflictStatus = 409) {}
+
+  map(error: unknown, _context: ExecutionContext): unknown {
+    if (error instanceof LockAcquireTimeoutError) return this.conflict(error);
+    if (error instanceof LockKeyError) return this.badKey(error);
+    if (error instanceof LockClosedError) return this.closed(error);
+    return error;
+  }
+
+  /** The lock was not granted within `waitTimeoutMs`. */
+  protected conflict(error: LockAcquireTimeoutError): unknown {
+    return new LockConflictException(error, this.conflictStatus);
+  }
+
+  /** A key template resolved to an invalid key (missing, null or empty parameter). */
+  protected badKey(error: LockKeyError): unknown {
+    return new BadRequestException({ statusCode: 400, error: 'Bad Request', message: error.message }, { cause: error });
+  }
+
+  /** The application is shutting down. */
+  protected closed(error: LockClosedError): unknown {
+    return new ServiceUnavailableException({ statusCode: 503, error: 'Service Unavailable', message: error.message }, { cause: error });
+  }
+}

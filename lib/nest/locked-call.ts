@@ -1,0 +1,127 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { defer, finalize, from, isObservable, mergeMap, throwError } from 'rxjs';
+import type { Observable } from 'rxjs';
+import type { LockHandle } from '../types/lock.types.js';
+import { LockRegistry } from './lock-registry.js';
+import type { LockRuntime } from './lock-registry.js';
+import type { LockedMethodSpec } from './locked-method.js';
+
+type AnyMethod = (...args: unknown[]) => unknown;
+
+/**
+ * What the lock interceptor leaves in the async context for the one decorated handler it wraps: the handler
+ * acquires with its resolved arguments and leaves the handle here; the interceptor releases it when the response
+ * completes, errors or is unsubscribed.
+ */
+export interface DeferredRelease {
+  /** The decorated method (the wrapper) this is for. */
+  readonly target: unknown;
+  readonly runtime: LockRuntime;
+  taken: boolean;
+  handle: LockHandle | undefined;
+}
+
+const STORAGE_KEY = Symbol.for('nest-redis-locks.deferred-release');
+type GlobalWithStorage = typeof globalThis & { [STORAGE_KEY]?: AsyncLocalStorage<DeferredRelease> };
+
+function deferredStorage(): AsyncLocalStorage<DeferredRelease> {
+  const g = globalThis as GlobalWithStorage;
+  return (g[STORAGE_KEY] ??= new AsyncLocalStorage<DeferredRelease>());
+}
+
+/** Runs `fn` with `deferred` waiting for its decorated method. */
+export function runWithDeferredRelease<T>(deferred: DeferredRelease, fn: () => T): T {
+  return deferredStorage().run(deferred, fn);
+}
+
+/** The deferred release waiting for `target` in this context, taken once. */
+function takeDeferredRelease(target: unknown): DeferredRelease | undefined {
+  const deferred = deferredStorage().getStore();
+  if (!deferred || deferred.taken || deferred.target !== target) return undefined;
+  deferred.taken = true;
+  return deferred;
+}
+
+/**
+ * Calls a decorated method under its lock. Three cases:
+ * - called by Nest through the lock interceptor (a controller handler): acquire, run, and leave the handle to
+ *   the interceptor, which releases it when the response completes, errors or is unsubscribed;
+ * - a method declaring an `Observable` return: acquire on subscription, release when it completes;
+ * - anything else: acquire, await the result, release.
+ */
+export function invokeLocked(spec: LockedMethodSpec, wrapper: AnyMethod, original: AnyMethod, self: unknown, args: unknown[]): unknown {
+  const deferred = takeDeferredRelease(wrapper);
+  let runtime: LockRuntime;
+  let keys: string[];
+  try {
+    runtime = deferred?.runtime ?? LockRegistry.get(spec.method);
+    keys = spec.resolveKeys(args);
+  } catch (err) {
+    // The wrapper answers with a promise or an Observable: report a missing module or a bad key the same way,
+    // never as a synchronous throw that escapes a caller's `.catch()`.
+    return spec.returnsObservable ? throwError(() => err) : Promise.reject(err);
+  }
+  const { engine } = runtime;
+  if (deferred) {
+    return (async () => {
+      const handle = await engine.acquireChecked(keys, spec.options);
+      deferred.handle = handle;
+      return engine.runWithHandle(handle, () => original.apply(self, args));
+    })();
+  }
+  if (spec.returnsObservable) {
+    return defer(() =>
+      engine.runInOwnerScope(() =>
+        from(engine.acquireChecked(keys, spec.options)).pipe(
+          mergeMap((handle) =>
+            (engine.runWithHandle(handle, () => original.apply(self, args)) as Observable<unknown>).pipe(
+              finalize(() => settleInBackground(runtime, spec, handle)),
+            ),
+          ),
+        ),
+      ),
+    );
+  }
+  return engine.runInOwnerScope(async () => {
+    const handle = await engine.acquireChecked(keys, spec.options);
+    let result: unknown;
+    try {
+      result = await engine.runWithHandle(handle, () => original.apply(self, args));
+    } catch (err) {
+      await settle(runtime, spec, handle, false);
+      throw err;
+    }
+    if (isObservable(result)) {
+      // Undeclared Observable: keep the lock until it completes (declare `: Observable<T>` to lock lazily).
+      return result.pipe(finalize(() => settleInBackground(runtime, spec, handle)));
+    }
+    await settle(runtime, spec, handle);
+    return result;
+  });
+}
+
+/**
+ * Releases `handle` (never rejects for the release itself) and applies `onLockLost` if the lock was lost while
+ * the method ran: rejects with the `LockLostError` for `'throw'`.
+ */
+async function settle(runtime: LockRuntime, spec: LockedMethodSpec, handle: LockHandle, applyLost = true): Promise<void> {
+  const lost: unknown = handle.signal.aborted ? handle.signal.reason : undefined;
+  await handle.release().catch((err: unknown) => {
+    runtime.warn(`${spec.method}: releasing "${handle.key}" failed (its lease will free it): ${describe(err)}`);
+  });
+  if (!lost || !applyLost) return;
+  if (runtime.settings.onLockLost === 'warn') {
+    runtime.warn(`${spec.method} ran on after losing its ${spec.mode} lock on "${handle.key}": ${describe(lost)}`);
+  } else if (runtime.settings.onLockLost === 'throw') {
+    throw lost;
+  }
+}
+
+/** `settle` from a teardown, where nothing can be thrown: a lost lock is logged even with `onLockLost: 'throw'`. */
+export function settleInBackground(runtime: LockRuntime, spec: LockedMethodSpec, handle: LockHandle): void {
+  settle(runtime, spec, handle).catch((err: unknown) => runtime.warn(`${spec.method}: ${describe(err)}`));
+}
+
+function describe(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

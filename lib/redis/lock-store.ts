@@ -1,0 +1,129 @@
+import type { LockInfo, LockMode } from '../types/lock.types.js';
+
+/**
+ * The seam between the lock engine and where locks live. The engine decides *when* to acquire, wait, renew and
+ * release; a store decides *how*, atomically, on its backend. `RedisLockStore` is the one production store: it is
+ * the only code that knows Redis key names, KEYS/ARGV positions, the holder-record format and reply codes.
+ * Command deadlines, Redis Functions, pipelining and fan-out to several masters belong behind this interface.
+ *
+ * Every method either settles with a typed reply or rejects; none of them throws synchronously.
+ */
+export interface LockStore {
+  /** The store's handle on `key` (a valid lock key), made once and reused by every call on that lock. */
+  lock(key: string): LockRef;
+  /** Takes or re-enters a hold; when blocked, registers `waiterId` (if given) as a waiter. */
+  acquire(call: AcquireCall): Promise<AcquireReply>;
+  /**
+   * Releases one reentrant level of `token`'s hold (`seq` given), or every level (`seq` undefined: a release by
+   * token from any process), and wakes whoever can now get in.
+   */
+  release(lock: LockRef, token: string, seq: number | undefined): Promise<ReleaseReply>;
+  /** Renews many leases in as few round trips as the backend allows; one result per call: still held or not. */
+  renew(holds: readonly RenewCall[]): Promise<boolean[]>;
+  /** Makes `token`'s lease run `ms` from now (may shorten it). `false` when the token holds nothing there. */
+  extend(lock: LockRef, token: string, ms: number): Promise<boolean>;
+  /** Withdraws a waiter that gave up and passes on any wake-up it may have taken. */
+  cancelWait(lock: LockRef, mode: LockMode, waiterId: string): Promise<void>;
+  /** Frees the lock whoever holds it. `true` if it was held. */
+  forceRelease(lock: LockRef): Promise<boolean>;
+  /** A consistent snapshot of the lock; `null` when nobody holds it. */
+  inspect(lock: LockRef): Promise<LockInfo | null>;
+  /** Listens for wake-ups of `lock` (subscriptions are shared and counted per lock). */
+  listen(lock: LockRef, onWakeUp: (wakeUp: WakeUp) => void): WakeUpSubscription;
+  /** Whether wake-ups of `lock` are already being received: a listener added now misses none. */
+  isListening(lock: LockRef): boolean;
+  /** Round trip on every connection the store uses, each bounded by `timeoutMs`. Never rejects. */
+  ping(timeoutMs: number): Promise<StorePing>;
+  /** Drops subscriptions and closes the connections the store opened. */
+  close(): Promise<void>;
+}
+
+/** A lock as its store addresses it. Made by `LockStore.lock`; only the store looks inside. */
+export interface LockRef {
+  readonly key: string;
+}
+
+/** Who takes a hold, recorded with it for `inspect` and the deadlock alarm. */
+export interface HolderIdentity {
+  readonly host: string;
+  readonly pid: number;
+  readonly app: string;
+}
+
+/** One acquisition attempt. */
+export interface AcquireCall {
+  readonly lock: LockRef;
+  readonly mode: LockMode;
+  /** The owner's secret token for this mode. */
+  readonly token: string;
+  /** Lease in milliseconds, counted by the store's clock. */
+  readonly leaseMs: number;
+  /** The owner's next operation number: a command re-sent with a number the store has seen applies once. */
+  readonly seq: number;
+  /** Readable owner id, recorded with the hold. */
+  readonly ownerId: string;
+  /** The write token this owner holds on the same lock, or `''`: lets a write owner take the read lock. */
+  readonly downgradeToken: string;
+  /** Register as a waiter under this id when blocked; `''` does not register (`tryAcquire`). */
+  readonly waiterId: string;
+  /** Only re-enter a hold `token` already has; never take a new one. */
+  readonly reentry: boolean;
+  /** Queue in arrival order (fair lock). */
+  readonly fair: boolean;
+}
+
+/** Why an attempt was not granted. */
+export type BlockedBy =
+  /** A writer holds the lock. */
+  | 'writer'
+  /** Readers hold it and a writer asked. */
+  | 'readers'
+  /** A writer waits: new readers queue behind it (writer preference). */
+  | 'waiting-writer'
+  /** Re-entry was asked but the token no longer holds the lock. */
+  | 'not-held'
+  /** Fair waiters arrived first. */
+  | 'fair-queue';
+
+export type AcquireReply =
+  | { readonly granted: true; readonly fencingToken: number; readonly reentered: boolean }
+  | {
+      readonly granted: false;
+      /** How long until the blocking leases or registrations can have run out, in milliseconds. */
+      readonly retryInMs: number;
+      readonly blockedBy: BlockedBy;
+    };
+
+/** `'ended'`: the hold is gone; `'level'`: one reentrant level released (or this release was applied already); `'not-held'`. */
+export type ReleaseReply = 'ended' | 'level' | 'not-held';
+
+/** One lease to renew. */
+export interface RenewCall {
+  readonly lock: LockRef;
+  readonly token: string;
+  readonly leaseMs: number;
+}
+
+/** A wake-up: one named waiter may retry, or every waiting reader may. */
+export type WakeUp = { readonly waiterId: string } | 'readers';
+
+/** A listener's place in a lock's wake-up subscription. */
+export interface WakeUpSubscription {
+  /** `true` when the subscription was confirmed before `listen` returned. */
+  readonly live: boolean;
+  /** Resolves once the store confirmed the subscription. */
+  readonly ready: Promise<void>;
+  stop(): void;
+}
+
+/** What `ping` found. */
+export interface StorePing {
+  /** The command connection answered in time. */
+  readonly command: boolean;
+  /** The wake-up (subscriber) connection answered in time. */
+  readonly subscriber: boolean;
+  readonly commandMs: number;
+  readonly subscriberMs: number;
+  /** The first failure, when there was one. */
+  readonly error?: string;
+}
