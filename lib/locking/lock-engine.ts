@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { LockKeyError } from '../errors/lock-key.error.js';
 import type { RedisConnectionInput } from '../redis/connection.js';
 import { validateLockKey } from '../redis/key-layout.js';
-import type { LockStore, StorePing } from '../redis/lock-store.js';
+import type { LockStore, LockStoreFactory, StorePing } from '../redis/lock-store.js';
 import { RedisLockStore } from '../redis/redis-lock-store.js';
 import type { AcquireOptions, LockHandle, LockInfo } from '../types/lock.types.js';
 import { Acquirer } from './acquisition.js';
@@ -65,17 +65,21 @@ export class LockEngine {
   private closing = false;
 
   /** @throws {LockConfigError} naming the option, when an option is invalid. */
-  constructor(options: LockEngineOptions) {
+  constructor(options: LockEngineOptions);
+  /** @internal An engine over another store than Redis (`options.redis` is ignored). */
+  constructor(options: LockEngineOptions, store: LockStoreFactory);
+  constructor(options: LockEngineOptions, store?: LockStoreFactory) {
     this.settings = resolveEngineSettings(options);
     this.logger = options.logger ?? consoleLogger;
     this.events = new LockEventBus(this.logger);
     const identity = { host: hostname(), pid: process.pid, app: this.settings.appName };
-    this.store = new RedisLockStore(options.redis, {
+    const context = {
       keyPrefix: this.settings.keyPrefix,
       identity,
       subscriptionLingerMs: SUBSCRIPTION_LINGER_MS,
-      onConnectionError: (err) => this.logger.warn(`Redis error: ${errorText(err)}`),
-    });
+      onConnectionError: (err: unknown) => this.logger.warn(`Redis error: ${errorText(err)}`),
+    };
+    this.store = store ? store(context) : new RedisLockStore(options.redis, context);
     this.keeper = new HoldKeeper(this.store, this.events, this.logger);
     this.room = new WaitingRoom(this.store, this.instanceId);
     this.acquirer = new Acquirer(this.store, this.keeper, this.room, this.events, this.logger, this.instanceId, () => this.closing);

@@ -1,11 +1,13 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import type { BeforeApplicationShutdown, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { LockEngine } from '../locking/lock-engine.js';
 import type { LockPing, ModeFixedOptions } from '../locking/lock-engine.js';
 import type { LockEventListener, LockEventName } from '../locking/lock-events.js';
 import { attachOpenTelemetryMetrics } from '../observability/lock-metrics.js';
+import type { LockStoreFactory } from '../redis/lock-store.js';
 import type { AcquireOptions, LockHandle, LockInfo } from '../types/lock.types.js';
 import { LockRegistry } from './lock-registry.js';
+import { LOCK_STORE_FACTORY } from './lock-store.token.js';
 import type { LockRuntime } from './lock-registry.js';
 import { resolveModuleSettings } from './module-settings.js';
 import type { ModuleSettings } from './module-settings.js';
@@ -31,9 +33,13 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown, OnA
   private detachMetrics: (() => void) | undefined;
 
   /** @throws {LockConfigError} naming the option, when a module option is invalid (at start-up). */
-  constructor(@Inject(MODULE_OPTIONS_TOKEN) options: RedisLockModuleOptions) {
+  constructor(
+    @Inject(MODULE_OPTIONS_TOKEN) options: RedisLockModuleOptions,
+    @Optional() @Inject(LOCK_STORE_FACTORY) store?: LockStoreFactory,
+  ) {
     this.settings = resolveModuleSettings(options);
-    this.engine = new LockEngine({ ...options, logger: options.logger ?? this.logger });
+    const engineOptions = { ...options, logger: options.logger ?? this.logger };
+    this.engine = store ? new LockEngine(engineOptions, store) : new LockEngine(engineOptions);
     const logger = this.logger;
     this.runtime = { engine: this.engine, settings: this.settings, warn: (m) => logger.warn(m) };
     LockRegistry.register(this.runtime);

@@ -38,6 +38,20 @@ export interface LockStore {
   close(): Promise<void>;
 }
 
+/** What a store is made with: the engine's settings it needs, and where to report connection trouble. */
+export interface LockStoreContext {
+  readonly keyPrefix: string;
+  /** Recorded with every hold. */
+  readonly identity: HolderIdentity;
+  /** How long an idle wake-up subscription is kept, in milliseconds. */
+  readonly subscriptionLingerMs: number;
+  /** Connection errors (connections retry on their own). */
+  readonly onConnectionError: (err: unknown) => void;
+}
+
+/** Makes the store of one engine. */
+export type LockStoreFactory = (context: LockStoreContext) => LockStore;
+
 /** A lock as its store addresses it. Made by `LockStore.lock`; only the store looks inside. */
 export interface LockRef {
   readonly key: string;

@@ -9,9 +9,9 @@ import type {
   AcquireCall,
   AcquireReply,
   BlockedBy,
-  HolderIdentity,
   LockRef,
   LockStore,
+  LockStoreContext,
   ReleaseReply,
   RenewCall,
   StorePing,
@@ -20,17 +20,6 @@ import type {
 } from './lock-store.js';
 import { ACQUIRE, CANCEL_WAIT, EXTEND, FORCE_RELEASE, INSPECT, RELEASE, RENEW_MANY } from './lua-scripts.js';
 import type { LuaScript } from './lua-scripts.js';
-
-/** Options of a `RedisLockStore`. */
-export interface RedisLockStoreOptions {
-  readonly keyPrefix: string;
-  /** Recorded with every hold (see `inspect`). */
-  readonly identity: HolderIdentity;
-  /** How long an idle wake-up subscription is kept, in milliseconds. */
-  readonly subscriptionLingerMs: number;
-  /** Connection errors (the connections retry on their own). */
-  readonly onConnectionError: (err: unknown) => void;
-}
 
 /** Holds renewed per script call: 2 keys each, so one call stays well under Redis's argument limits. */
 const RENEW_CHUNK = 200;
@@ -53,7 +42,7 @@ export class RedisLockStore implements LockStore {
 
   constructor(
     redis: RedisConnectionInput,
-    private readonly options: RedisLockStoreOptions,
+    private readonly options: LockStoreContext,
   ) {
     this.connections = openConnections(redis);
     this.client = this.connections.client;
