@@ -20,9 +20,9 @@ import request from 'supertest';
 import { ReadLocked } from '../../lib/decorators/read-locked.decorator.js';
 import { WriteLocked } from '../../lib/decorators/write-locked.decorator.js';
 import { LockService } from '../../lib/nest/lock.service.js';
-import { TestApps, lockKeysLeft, waitUntilFree } from '../support/nest-app.js';
+import { waitUntilFree } from '../support/nest-app.js';
 import type { LockTestApp } from '../support/nest-app.js';
-import { Resources } from '../support/redis.js';
+import { LockTestKit, commandStats, scriptCalls } from '../support/lock-test-kit.js';
 
 const ROLE = 'test:role';
 const guarded = { calls: 0, role: undefined as unknown };
@@ -127,18 +127,16 @@ describe.each([
   ['above', LockAboveController],
   ['below', LockBelowController],
 ])('@WriteLocked written %s the other decorators', (base, ControllerClass) => {
-  const apps = new TestApps();
-  const res = new Resources();
+  const kit = new LockTestKit();
   let t: LockTestApp;
 
   beforeEach(async () => {
     guarded.calls = 0;
     guarded.role = undefined;
-    t = await apps.create({ controllers: [ControllerClass], providers: [RoleGuard, DenyGuard] });
+    t = await kit.app({ controllers: [ControllerClass], providers: [RoleGuard, DenyGuard] });
   });
   afterEach(async () => {
-    await apps.closeAll();
-    await res.closeAll();
+    await kit.closeAll();
   });
 
   it('keeps the method’s name and length', () => {
@@ -159,14 +157,21 @@ describe.each([
   });
 
   it('lets the guard reject before any lock is taken', async () => {
-    const redis = res.redis();
-    const wrongRole = await request(t.http).put(`/${base}/abc`).set('x-role', 'reader').send({ title: 'T' });
+    // On a private server, so every lock script call counted below is this app's.
+    const own = await kit.isolatedApp({ controllers: [ControllerClass], providers: [RoleGuard, DenyGuard] });
+    await own.admin.config('RESETSTAT');
+    const wrongRole = await request(own.http).put(`/${base}/abc`).set('x-role', 'reader').send({ title: 'T' });
     expect(wrongRole.status).toBe(403);
     expect(guarded).toEqual({ calls: 1, role: 'editor' });
-
-    const denied = await request(t.http).get(`/${base}/abc/denied`);
+    const denied = await request(own.http).get(`/${base}/abc/denied`);
     expect(denied.status).toBe(403);
-    expect(await lockKeysLeft(redis, t)).toEqual([]);
+    expect(scriptCalls(await commandStats(own.admin))).toBe(0);
+
+    // The same route with the right role does take the lock: the count above would have seen it.
+    const allowed = await request(own.http).put(`/${base}/abc`).set('x-role', 'editor').send({ title: 'T' });
+    expect(allowed.status).toBe(202);
+    await waitUntilFree(own.locks, 'item:ABC');
+    expect(scriptCalls(await commandStats(own.admin))).toBeGreaterThan(0);
   });
 
   it('works beside a user interceptor', async () => {

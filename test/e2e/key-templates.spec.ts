@@ -6,9 +6,9 @@ import { LockKeyError } from '../../lib/errors/lock-key.error.js';
 import { ReadLocked } from '../../lib/decorators/read-locked.decorator.js';
 import { Locked, WriteLocked } from '../../lib/decorators/write-locked.decorator.js';
 import { LockService } from '../../lib/nest/lock.service.js';
-import { TestApps, lockKeysLeft, waitUntilFree } from '../support/nest-app.js';
+import { lockKeysLeft, waitUntilFree } from '../support/nest-app.js';
 import type { LockTestApp } from '../support/nest-app.js';
-import { Resources } from '../support/redis.js';
+import { LockTestKit } from '../support/lock-test-kit.js';
 
 interface Transfer {
   readonly amount: number;
@@ -144,16 +144,14 @@ describe('key templates: checked when the decorator is applied', () => {
 });
 
 describe('key templates: resolved at call time', () => {
-  const apps = new TestApps();
-  const res = new Resources();
+  const kit = new LockTestKit();
   let t: LockTestApp;
 
   beforeEach(async () => {
-    t = await apps.create({ controllers: [KeysController], providers: [Ledger] });
+    t = await kit.app({ controllers: [KeysController], providers: [Ledger] });
   });
   afterEach(async () => {
-    await apps.closeAll();
-    await res.closeAll();
+    await kit.closeAll();
   });
 
   it('resolves <0> to the first argument', async () => {
@@ -168,7 +166,7 @@ describe('key templates: resolved at call time', () => {
     expect(r.status).toBe(201);
     expect(r.body).toEqual({ keys: ['account:acc-9'], modes: ['write'] });
 
-    const redis = res.redis();
+    const redis = kit.redis();
     const missing = await request(t.http).post('/keys/by-path').send({ amount: 5, meta: {} });
     expect(missing.status).toBe(400);
     expect(missing.body.message).toContain('dto.meta.account.id');
@@ -212,7 +210,7 @@ describe('key templates: resolved at call time', () => {
     await expect(ledger.emptyKey()).rejects.toBeInstanceOf(LockKeyError);
     await expect(ledger.record({})).rejects.toThrow(/entry\.id/);
     await expect(ledger.record({ id: 'e1' })).resolves.toBe('e1 under entry:e1');
-    const redis = res.redis();
+    const redis = kit.redis();
     await waitUntilFree(t.locks, 'entry:e1');
     expect(await lockKeysLeft(redis, t)).toEqual([]);
   });

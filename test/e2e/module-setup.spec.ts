@@ -9,9 +9,8 @@ import { LockRegistry } from '../../lib/nest/lock-registry.js';
 import { LockService } from '../../lib/nest/lock.service.js';
 import { RedisLockModule } from '../../lib/nest/redis-lock.module.js';
 import type { RedisLockModuleOptions, RedisLockOptionsFactory } from '../../lib/nest/redis-lock-module-options.interface.js';
-import { TestApps, Timeline, compileOrCleanUp } from '../support/nest-app.js';
-import { Resources, keysUnder, redisUrl, sleep, uniquePrefix } from '../support/redis.js';
-import { until } from '../support/lock-test-kit.js';
+import { Timeline, compileOrCleanUp, waitUntilFree } from '../support/nest-app.js';
+import { LockTestKit, keysUnder, redisUrl, uniquePrefix, until } from '../support/lock-test-kit.js';
 
 const SLOW_MS = 120;
 const timeline = new Timeline();
@@ -83,8 +82,8 @@ class LockOptionsFactory implements RedisLockOptionsFactory {
 class LockOptionsModule {}
 
 /** Runs `publish` slowly and checks, while it runs, that its lock lives under `prefix` in Redis. */
-async function expectLocksUnder(app: INestApplicationContext, res: Resources, prefix: string): Promise<void> {
-  const redis = res.redis();
+async function expectLocksUnder(app: INestApplicationContext, kit: LockTestKit, prefix: string): Promise<void> {
+  const redis = kit.redis();
   const running = app.get(Publisher).publish('1', 100);
   // While `publish` holds its lock, the lock's keys exist under `prefix` (and only there).
   await until(async () => (await keysUnder(redis, prefix)).length > 0, 1_000, `lock keys under ${prefix}`);
@@ -94,19 +93,17 @@ async function expectLocksUnder(app: INestApplicationContext, res: Resources, pr
 }
 
 describe('RedisLockModule set-up', () => {
-  const apps = new TestApps();
-  const res = new Resources();
+  const kit = new LockTestKit();
 
   beforeEach(() => {
     settings = { url: redisUrl(), prefix: uniquePrefix('setup') };
   });
   afterEach(async () => {
-    await apps.closeAll();
-    await res.closeAll();
+    await kit.closeAll();
   });
 
   it('forRootAsync with useFactory and inject', async () => {
-    const app = await apps.start({
+    const app = await kit.startApp({
       imports: [
         RedisLockModule.forRootAsync({
           imports: [SettingsModule],
@@ -116,23 +113,23 @@ describe('RedisLockModule set-up', () => {
       ],
       providers: [Publisher],
     });
-    await expectLocksUnder(app, res, settings.prefix);
+    await expectLocksUnder(app, kit, settings.prefix);
   });
 
   it('forRootAsync with useClass', async () => {
-    const app = await apps.start({
+    const app = await kit.startApp({
       imports: [RedisLockModule.forRootAsync({ useClass: LockOptionsFactory })],
       providers: [Publisher],
     });
-    await expectLocksUnder(app, res, settings.prefix);
+    await expectLocksUnder(app, kit, settings.prefix);
   });
 
   it('forRootAsync with useExisting', async () => {
-    const app = await apps.start({
+    const app = await kit.startApp({
       imports: [RedisLockModule.forRootAsync({ imports: [LockOptionsModule], useExisting: LockOptionsFactory })],
       providers: [Publisher],
     });
-    await expectLocksUnder(app, res, settings.prefix);
+    await expectLocksUnder(app, kit, settings.prefix);
   });
 
   it.each([
@@ -142,8 +139,8 @@ describe('RedisLockModule set-up', () => {
       () => RedisLockModule.forRootAsync({ isGlobal: true, useFactory: () => ({ redis: settings.url, keyPrefix: settings.prefix }) }),
     ],
   ])('%s with isGlobal: a module that does not import it still gets LockService', async (_name, lockModule) => {
-    const app = await apps.start({ imports: [lockModule(), PublishingModule] });
-    await expectLocksUnder(app, res, settings.prefix);
+    const app = await kit.startApp({ imports: [lockModule(), PublishingModule] });
+    await expectLocksUnder(app, kit, settings.prefix);
   });
 
   it('without isGlobal, a module that does not import it cannot inject LockService', async () => {
@@ -156,25 +153,23 @@ describe('RedisLockModule set-up', () => {
 });
 
 describe('decorated service methods called outside HTTP', () => {
-  const apps = new TestApps();
-  const res = new Resources();
+  const kit = new LockTestKit();
   let app: INestApplicationContext;
   let prefix: string;
 
   beforeEach(async () => {
     timeline.clear();
     ran.publish = 0;
-    const t = await apps.create({ providers: [Publisher] });
+    const t = await kit.app({ providers: [Publisher] });
     app = t.app;
     prefix = t.prefix;
   });
   afterEach(async () => {
-    await apps.closeAll();
-    await res.closeAll();
+    await kit.closeAll();
   });
 
   it('locks for the duration of the call, exposes the handle, and releases afterwards', async () => {
-    const redis = res.redis();
+    const redis = kit.redis();
     const out = await app.get(Publisher).publish('1');
     expect(out.info?.mode).toBe('write');
     expect(out.info?.holders).toHaveLength(1);
@@ -204,23 +199,25 @@ describe('decorated service methods called outside HTTP', () => {
 
   it('locks an Observable method from subscription to completion', async () => {
     const locks = app.get(LockService);
+    const acquired: string[] = [];
+    locks.on('acquired', (e) => acquired.push(e.key));
     const feed = app.get(Publisher).watch('4');
-    await sleep(30);
+    // An eager acquisition would have been sent before this inspect, on the same connection: it would show here.
     expect(await locks.inspect('feed:4')).toBeNull();
+    expect(acquired).toEqual([]);
 
     const done = lastValueFrom(feed);
-    await sleep(60);
-    expect((await locks.inspect('feed:4'))?.mode).toBe('write');
+    await until(async () => (await locks.inspect('feed:4'))?.mode === 'write', 1_000, 'the lock taken on subscription');
+    expect(acquired).toEqual(['feed:4']);
     expect(await done).toBe('feed 4 done');
     // The release starts as the Observable completes.
-    for (let i = 0; i < 50 && (await locks.inspect('feed:4')) !== null; i++) await sleep(5);
-    expect(await locks.inspect('feed:4')).toBeNull();
+    await waitUntilFree(locks, 'feed:4');
   });
 });
 
 describe('decorated methods without an initialised RedisLockModule', () => {
-  const apps = new TestApps();
-  afterEach(() => apps.closeAll());
+  const kit = new LockTestKit();
+  afterEach(() => kit.closeAll());
 
   beforeEach(() => {
     ran.plain = 0;
@@ -237,16 +234,16 @@ describe('decorated methods without an initialised RedisLockModule', () => {
   });
 
   it('refuses to run inside an app that does not import RedisLockModule', async () => {
-    const app = await apps.start({ providers: [PlainJob] });
+    const app = await kit.startApp({ providers: [PlainJob] });
     await expect(app.get(PlainJob).run('1')).rejects.toThrow(/not initialised/);
     expect(ran.plain).toBe(0);
   });
 
   it('refuses to run again once the app that had the module is closed', async () => {
-    const t = await apps.create({ providers: [PlainJob] });
+    const t = await kit.app({ providers: [PlainJob] });
     await expect(t.app.get(PlainJob).run('1')).resolves.toBe('1');
     expect(ran.plain).toBe(1);
-    await apps.closeAll();
+    await kit.closeAll();
     await expect(new PlainJob().run('2')).rejects.toBeInstanceOf(LockConfigError);
     expect(ran.plain).toBe(1);
   });

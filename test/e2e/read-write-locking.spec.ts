@@ -6,8 +6,9 @@ import { ReadLocked } from '../../lib/decorators/read-locked.decorator.js';
 import { WriteLocked } from '../../lib/decorators/write-locked.decorator.js';
 import { LockService } from '../../lib/nest/lock.service.js';
 import type { LockInfo } from '../../lib/types/lock.types.js';
-import { TestApps, Timeline, waitUntilFree } from '../support/nest-app.js';
+import { Timeline, waitUntilFree } from '../support/nest-app.js';
 import type { LockTestApp } from '../support/nest-app.js';
+import { LockTestKit } from '../support/lock-test-kit.js';
 
 const SLOW_MS = 150;
 const timeline = new Timeline();
@@ -94,15 +95,15 @@ class ArticlesController {
 }
 
 describe('decorated handlers: read/write locking over HTTP', () => {
-  const apps = new TestApps();
+  const kit = new LockTestKit();
   let t: LockTestApp;
 
   beforeEach(async () => {
     timeline.clear();
     delete seen.upgradeError;
-    t = await apps.create({ controllers: [ArticlesController], providers: [ArticleStore] });
+    t = await kit.app({ controllers: [ArticlesController], providers: [ArticleStore] });
   });
-  afterEach(() => apps.closeAll());
+  afterEach(() => kit.closeAll());
 
   it('lets two slow GETs of one article run at the same time (read locks are shared)', async () => {
     const [a, b] = await Promise.all([request(t.http).get('/articles/1'), request(t.http).get('/articles/1')]);
@@ -210,11 +211,11 @@ describe('decorated handlers: read/write locking over HTTP', () => {
 });
 
 describe('decorated handlers: configurable conflict status', () => {
-  const apps = new TestApps();
-  afterEach(() => apps.closeAll());
+  const kit = new LockTestKit();
+  afterEach(() => kit.closeAll());
 
   it('answers with conflictStatus (423) instead of 409 when the module says so', async () => {
-    const t = await apps.create({ controllers: [ArticlesController], providers: [ArticleStore] }, { conflictStatus: 423 });
+    const t = await kit.app({ controllers: [ArticlesController], providers: [ArticleStore] }, { conflictStatus: 423 });
     const held = await t.locks.acquire('article:2');
     try {
       const res = await request(t.http).get('/articles/2/quick');

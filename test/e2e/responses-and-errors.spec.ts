@@ -6,9 +6,9 @@ import type { AddressInfo } from 'node:net';
 import { Observable, interval, map, mergeMap, throwError, timer } from 'rxjs';
 import request from 'supertest';
 import { WriteLocked } from '../../lib/decorators/write-locked.decorator.js';
-import { TestApps, lockKeysLeft, waitUntilFree } from '../support/nest-app.js';
+import { lockKeysLeft, waitUntilFree } from '../support/nest-app.js';
 import type { LockTestApp } from '../support/nest-app.js';
-import { Resources, sleep } from '../support/redis.js';
+import { LockTestKit, commandStats, scriptCalls, sleep, until } from '../support/lock-test-kit.js';
 
 const calls = { handler: 0 };
 
@@ -64,17 +64,15 @@ class DocsController {
 }
 
 describe('decorated handlers: bad keys, handler errors, Observable responses', () => {
-  const apps = new TestApps();
-  const res = new Resources();
+  const kit = new LockTestKit();
   let t: LockTestApp;
 
   beforeEach(async () => {
     calls.handler = 0;
-    t = await apps.create({ controllers: [DocsController] });
+    t = await kit.app({ controllers: [DocsController] });
   });
   afterEach(async () => {
-    await apps.closeAll();
-    await res.closeAll();
+    await kit.closeAll();
   });
 
   it.each([
@@ -83,29 +81,37 @@ describe('decorated handlers: bad keys, handler errors, Observable responses', (
     ['an object where a scalar is needed', { id: { nested: 1 } }],
     ['an empty string', { id: '' }],
   ])('answers 400 for %s, without running the handler or touching Redis', async (_what, body) => {
-    const redis = res.redis();
-    const r = await request(t.http).post('/docs').send(body);
+    // On a private server, so every lock script call counted below is this app's.
+    const own = await kit.isolatedApp({ controllers: [DocsController] });
+    await own.admin.config('RESETSTAT');
+    const r = await request(own.http).post('/docs').send(body);
     expect(r.status).toBe(400);
     expect(r.body.message).toContain('doc:<dto.id>');
     expect(calls.handler).toBe(0);
-    expect(await lockKeysLeft(redis, t)).toEqual([]);
+    expect(scriptCalls(await commandStats(own.admin))).toBe(0);
+    // A valid body does reach Redis: the count above would have seen it.
+    expect((await request(own.http).post('/docs').send({ id: 'ok' })).status).toBe(201);
+    expect(scriptCalls(await commandStats(own.admin))).toBeGreaterThan(0);
   });
 
-  it('answers 400 for an empty query parameter, and serves a valid one', async () => {
-    const redis = res.redis();
-    const bad = await request(t.http).get('/docs/search?q=');
+  it('answers 400 for an empty query parameter without touching Redis, and serves a valid one', async () => {
+    const own = await kit.isolatedApp({ controllers: [DocsController] });
+    await own.admin.config('RESETSTAT');
+    const bad = await request(own.http).get('/docs/search?q=');
     expect(bad.status).toBe(400);
     expect(bad.body.message).toContain('empty');
     expect(calls.handler).toBe(0);
-    expect(await lockKeysLeft(redis, t)).toEqual([]);
+    expect(scriptCalls(await commandStats(own.admin))).toBe(0);
 
-    const good = await request(t.http).get('/docs/search?q=cats');
+    const good = await request(own.http).get('/docs/search?q=cats');
     expect(good.status).toBe(200);
     expect(good.body).toEqual({ q: 'cats' });
+    expect(calls.handler).toBe(1);
+    expect(scriptCalls(await commandStats(own.admin))).toBeGreaterThan(0);
   });
 
   it('passes the handler’s own HttpExceptions through untouched and releases the lock', async () => {
-    const redis = res.redis();
+    const redis = kit.redis();
     const notFound = await request(t.http).get('/docs/1/missing');
     expect(notFound.status).toBe(404);
     expect(notFound.body).toEqual({ statusCode: 404, error: 'Not Found', message: 'no document 1' });
@@ -126,7 +132,7 @@ describe('decorated handlers: bad keys, handler errors, Observable responses', (
   it('holds the lock while an Observable response is pending and releases it when it completes', async () => {
     const started = performance.now();
     const pending = request(t.http).get('/docs/9/later').then((r) => r);
-    await sleep(150);
+    await until(async () => (await t.locks.inspect('doc:9')) !== null, 250, 'the lock of the pending response');
     const during = await t.locks.inspect('doc:9');
     expect(during?.mode).toBe('write');
     expect(during?.holders).toHaveLength(1);
@@ -141,8 +147,7 @@ describe('decorated handlers: bad keys, handler errors, Observable responses', (
 
   it('holds the lock while an Observable response is pending and releases it when it errors', async () => {
     const pending = request(t.http).get('/docs/10/later-fails').then((r) => r);
-    await sleep(150);
-    expect((await t.locks.inspect('doc:10'))?.mode).toBe('write');
+    await until(async () => (await t.locks.inspect('doc:10'))?.mode === 'write', 250, 'the lock of the pending response');
 
     const r = await pending;
     expect(r.status).toBe(410);

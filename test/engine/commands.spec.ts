@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import type { LockEngine } from '../../lib/locking/lock-engine.js';
 import type { LockHandle } from '../../lib/types/lock.types.js';
 import * as scripts from '../../lib/redis/lua-scripts.js';
-import { LockTestKit, keysUnder, sleep, track, until } from '../support/lock-test-kit.js';
+import { LockTestKit, commandStats, keysUnder, sleep, track, until, withoutHarness } from '../support/lock-test-kit.js';
 
 /** Commands a client sends itself (Lua scripts cannot send these, except PUBLISH, which wakes waiters). */
 const ROUND_TRIPS = new Set([
@@ -24,17 +24,10 @@ const ROUND_TRIPS = new Set([
   'multi',
   'exec',
 ]);
-/** Commands of the test harness itself. */
-const HARNESS = /^(info|config\|.*|client\|.*|ping|select|dbsize|scan|hello|command.*)$/;
-
 type Calls = Record<string, number>;
 
 async function commandCalls(redis: Redis): Promise<Calls> {
-  const calls: Calls = {};
-  for (const [, name, n] of (await redis.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
-    if (!HARNESS.test(name)) calls[name] = Number(n);
-  }
-  return calls;
+  return withoutHarness(await commandStats(redis));
 }
 
 const roundTrips = (calls: Calls) => Object.fromEntries(Object.entries(calls).filter(([name]) => ROUND_TRIPS.has(name)));

@@ -2,27 +2,21 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { LockEngine } from '../../lib/locking/lock-engine.js';
 import type { LockHandle } from '../../lib/types/lock.types.js';
-import { startRedisServer } from '../../tools/redis-server.mjs';
-import { Resources, keysUnder, sleep, uniquePrefix } from '../support/redis.js';
+import { LockTestKit, commandStats, keysUnder, scriptCalls, sleep, uniquePrefix, until } from '../support/lock-test-kit.js';
 
 /** Waits until `inspect(key)` reports `n` waiters. */
-async function waitForWaiters(engine: LockEngine, key: string, n: number): Promise<void> {
-  for (let i = 0; i < 400; i++) {
-    if (((await engine.inspect(key))?.waiting ?? 0) >= n) return;
-    await sleep(5);
-  }
-  throw new Error(`never saw ${n} waiters on ${key}`);
+function waitForWaiters(engine: LockEngine, key: string, n: number): Promise<void> {
+  return until(async () => ((await engine.inspect(key))?.waiting ?? 0) >= n, 2_000, `${n} waiters on ${key}`);
 }
 
 describe('fair locks', () => {
-  const res = new Resources();
-  afterEach(() => res.closeAll());
+  const kit = new LockTestKit();
+  afterEach(() => kit.closeAll());
 
   it('serves 50 waiters in strict arrival order, waking only the next one', async () => {
-    const server = await startRedisServer();
-    res.add(() => server.stop());
-    const engine = res.engine({ redis: server.url });
-    const admin = res.redis(server.url);
+    const server = await kit.server();
+    const engine = kit.engine({ redis: server.url });
+    const admin = kit.redis(server.url);
     const holder = await engine.acquire('k', { fair: true });
     const order: number[] = [];
     const waiters: Promise<void>[] = [];
@@ -42,15 +36,14 @@ describe('fair locks', () => {
     await Promise.all(waiters);
     expect(order).toEqual([...Array(50).keys()]);
     // One release wakes one waiter: 50 grants plus 50 releases, and no storm of failed retries.
-    const stats = await admin.info('commandstats');
-    const evalsha = Number(/cmdstat_evalsha:calls=(\d+)/.exec(stats)?.[1] ?? 0) + Number(/cmdstat_eval:calls=(\d+)/.exec(stats)?.[1] ?? 0);
+    const evalsha = scriptCalls(await commandStats(admin));
     expect(evalsha).toBeGreaterThanOrEqual(100);
     expect(evalsha).toBeLessThanOrEqual(110);
     expect(await keysUnder(admin, engine.settings.keyPrefix)).toEqual([]);
   }, 30_000);
 
   it('lets the run of readers at the head enter together, and keeps a later reader behind a queued writer', async () => {
-    const engine = res.engine();
+    const engine = kit.engine();
     const holder = await engine.acquire('rw', { fair: true });
     const events: string[] = [];
     const take = (name: string, mode: 'read' | 'write', holdMs: number) =>
@@ -78,8 +71,8 @@ describe('fair locks', () => {
   });
 
   it('tryAcquire and a timed-out or aborted fair waiter leave no queue entry behind', async () => {
-    const engine = res.engine();
-    const admin = res.redis();
+    const engine = kit.engine();
+    const admin = kit.redis();
     const holder = await engine.acquire('t', { fair: true });
     expect(await engine.tryAcquire('t', { fair: true })).toBeNull();
     await expect(engine.acquire('t', { fair: true, waitTimeoutMs: 100 })).rejects.toThrow('could not acquire');
@@ -97,7 +90,7 @@ describe('fair locks', () => {
 
   it('skips a queued waiter whose process went away, once its registration runs out', async () => {
     const prefix = uniquePrefix('fair-dead');
-    const engine = res.engine({ keyPrefix: prefix, leaseMs: 400 });
+    const engine = kit.engine({ keyPrefix: prefix, leaseMs: 400 });
     const holder = await engine.acquire('d', { fair: true });
     // A waiter in another "process": its connection is cut while it is queued, so it never withdraws.
     const doomedClient = new Redis(process.env.REDIS_URL!);

@@ -1,8 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import type { WorkerTask } from '../fixtures/worker-protocol.js';
-import { LockTestKit, deferred, redisNames, sleep, track, until } from '../support/lock-test-kit.js';
-import { redisUrl } from '../support/redis.js';
+import { LockTestKit, deferred, redisNames, redisUrl, sleep, track, until } from '../support/lock-test-kit.js';
 import { WorkerProcess } from '../support/worker-process.js';
 
 /** Runs `processes` workers that each increment one counter `iterations` times; returns the final value and records. */

@@ -1,13 +1,13 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { Resources, keysUnder, sleep } from '../support/redis.js';
+import { LockTestKit, keysUnder, sleep } from '../support/lock-test-kit.js';
 
 describe('smoke', () => {
-  const res = new Resources();
-  afterEach(() => res.closeAll());
+  const kit = new LockTestKit();
+  afterEach(() => kit.closeAll());
 
   it('acquires, re-enters, releases', async () => {
-    const engine = res.engine();
-    const redis = res.redis();
+    const engine = kit.engine();
+    const redis = kit.redis();
     const h = await engine.acquire('a');
     expect(h.fencingToken).toBeGreaterThan(0);
     const other = await engine.tryAcquire('a');

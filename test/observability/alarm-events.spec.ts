@@ -1,13 +1,14 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
+import { LockAcquireTimeoutError } from '../../lib/errors/lock-acquire-timeout.error.js';
 import type { HeldTooLongEvent, LockEvents } from '../../lib/locking/lock-events.js';
-import { Resources, sleep } from '../support/redis.js';
+import { LockTestKit, sleep, until } from '../support/lock-test-kit.js';
 
 describe('events and the held-too-long alarm', () => {
-  const res = new Resources();
-  afterEach(() => res.closeAll());
+  const kit = new LockTestKit();
+  afterEach(() => kit.closeAll());
 
   it('fires acquired, contended, released, timeout and lost exactly when they happen', async () => {
-    const engine = res.engine({ holdWarningMs: 0, waitWarningMs: 0, logger: { warn: () => undefined, error: () => undefined } });
+    const engine = kit.engine({ holdWarningMs: 0, waitWarningMs: 0, logger: { warn: () => undefined, error: () => undefined } });
     const seen: string[] = [];
     const payloads: Partial<{ [E in keyof LockEvents]: LockEvents[E][] }> = {};
     for (const name of ['acquired', 'released', 'contended', 'timeout', 'lost'] as const) {
@@ -18,7 +19,7 @@ describe('events and the held-too-long alarm', () => {
     }
     const a = await engine.acquire('e1');
     expect(seen).toEqual(['acquired:e1']);
-    await expect(engine.acquire('e1', { waitTimeoutMs: 50 })).rejects.toThrow();
+    await expect(engine.acquire('e1', { waitTimeoutMs: 50 })).rejects.toBeInstanceOf(LockAcquireTimeoutError);
     expect(seen).toEqual(['acquired:e1', 'contended:e1', 'timeout:e1']);
     expect(payloads.timeout![0].waitedMs).toBeGreaterThanOrEqual(45);
     await sleep(30);
@@ -41,13 +42,14 @@ describe('events and the held-too-long alarm', () => {
 
   it('reports a hold kept past holdWarningMs once, with the holder identity, and logs a warning', async () => {
     const warnings: string[] = [];
-    const engine = res.engine({ holdWarningMs: 150, waitWarningMs: 0, logger: { warn: (m) => warnings.push(m), error: () => undefined } });
+    const engine = kit.engine({ holdWarningMs: 150, waitWarningMs: 0, logger: { warn: (m) => warnings.push(m), error: () => undefined } });
     const alarms: HeldTooLongEvent[] = [];
     engine.on('held-too-long', (e) => alarms.push(e));
     const short = await engine.acquire('quick');
     await short.release();
     const h = await engine.acquire('stuck');
-    await sleep(500);
+    await until(() => alarms.length > 0, 2_000, 'the held-too-long alarm');
+    await sleep(300); // several alarm checks (every 50 ms here): still reported once
     expect(alarms).toHaveLength(1);
     expect(alarms[0]).toMatchObject({ key: 'stuck', mode: 'write', detectedBy: 'holder' });
     expect(alarms[0].heldMs).toBeGreaterThanOrEqual(150);
@@ -57,8 +59,8 @@ describe('events and the held-too-long alarm', () => {
   });
 
   it('reports a waiter stuck past waitWarningMs once, naming the holder read from Redis', async () => {
-    const holderEngine = res.engine({ holdWarningMs: 0, waitWarningMs: 0, appName: 'holder-app' });
-    const waiterEngine = res.engine({
+    const holderEngine = kit.engine({ holdWarningMs: 0, waitWarningMs: 0, appName: 'holder-app' });
+    const waiterEngine = kit.engine({
       keyPrefix: holderEngine.settings.keyPrefix,
       holdWarningMs: 0,
       waitWarningMs: 150,
@@ -68,13 +70,13 @@ describe('events and the held-too-long alarm', () => {
     waiterEngine.on('held-too-long', (e) => alarms.push(e));
     const h = await holderEngine.acquire('deadlock?');
     const waiting = waiterEngine.acquire('deadlock?', { waitTimeoutMs: 600 }).catch((e: unknown) => e);
-    await sleep(450);
+    await until(() => alarms.length > 0, 2_000, 'the waiter-side alarm');
     expect(alarms).toHaveLength(1);
     expect(alarms[0]).toMatchObject({ key: 'deadlock?', detectedBy: 'waiter' });
     expect(alarms[0].waitedMs).toBeGreaterThanOrEqual(150);
     expect(alarms[0].holders).toHaveLength(1);
     expect(alarms[0].holders[0]).toMatchObject({ app: 'holder-app', pid: process.pid, mode: 'write' });
-    await waiting;
+    expect(await waiting).toBeInstanceOf(LockAcquireTimeoutError);
     expect(alarms).toHaveLength(1);
     await h.release();
   });

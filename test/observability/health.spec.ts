@@ -1,21 +1,17 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { Test } from '@nestjs/testing';
 import { TerminusModule } from '@nestjs/terminus';
 import { RedisLockHealthIndicator } from '../../lib/health/index.js';
+import { LockService } from '../../lib/nest/lock.service.js';
 import { RedisLockModule } from '../../lib/nest/redis-lock.module.js';
-import { startRedisServer } from '../../tools/redis-server.mjs';
-import { uniquePrefix } from '../support/redis.js';
+import { LockTestKit, uniquePrefix } from '../support/lock-test-kit.js';
 
 describe('RedisLockHealthIndicator', () => {
-  const closers: (() => Promise<unknown>)[] = [];
-  afterEach(async () => {
-    for (const c of closers.splice(0).reverse()) await c();
-  });
+  const kit = new LockTestKit();
+  afterEach(() => kit.closeAll());
 
   it('is up while Redis answers on both connections and down when it does not', async () => {
-    const server = await startRedisServer();
-    closers.push(() => server.stop());
-    const moduleRef = await Test.createTestingModule({
+    const server = await kit.server();
+    const moduleRef = await kit.compile({
       imports: [
         TerminusModule,
         RedisLockModule.forRoot({
@@ -25,18 +21,23 @@ describe('RedisLockHealthIndicator', () => {
         }),
       ],
       providers: [RedisLockHealthIndicator],
-    }).compile();
+    });
     await moduleRef.init();
-    closers.push(() => moduleRef.close());
     const indicator = moduleRef.get(RedisLockHealthIndicator);
 
+    const locks = moduleRef.get(LockService);
     const up = await indicator.isHealthy('locks');
-    expect(up.locks.status).toBe('up');
-    expect(up.locks).toMatchObject({ heldLocks: 0 });
+    expect(up.locks).toMatchObject({ status: 'up', heldLocks: 0 });
+    const held = await locks.acquire('h');
+    expect((await indicator.isHealthy('locks')).locks).toMatchObject({ status: 'up', heldLocks: 1 });
+    await held.release();
 
     await server.stop();
     const down = await indicator.isHealthy('locks', 300);
     expect(down.locks.status).toBe('down');
-    expect(String(down.locks.message)).not.toHaveLength(0);
+    // The reason is the failure's own message, not a placeholder.
+    expect(typeof down.locks.message).toBe('string');
+    expect(down.locks.message).toMatch(/\S/);
+    expect(down.locks.message).not.toBe('Redis did not answer');
   });
 });

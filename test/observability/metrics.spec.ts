@@ -1,34 +1,33 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
-import { Test } from '@nestjs/testing';
 import { LOCK_METRICS } from '../../lib/observability/lock-metrics.js';
 import { LockService } from '../../lib/nest/lock.service.js';
 import { RedisLockModule } from '../../lib/nest/redis-lock.module.js';
-import { redisUrl, sleep, uniquePrefix } from '../support/redis.js';
+import { LockAcquireTimeoutError } from '../../lib/errors/lock-acquire-timeout.error.js';
+import { LockTestKit, redisUrl, sleep, uniquePrefix, until } from '../support/lock-test-kit.js';
 
 describe('OpenTelemetry metrics', () => {
-  const closers: (() => Promise<unknown>)[] = [];
-  afterEach(async () => {
-    for (const c of closers.splice(0).reverse()) await c();
-  });
+  const kit = new LockTestKit();
+  afterEach(() => kit.closeAll());
 
   async function setup(keyAttribute: boolean) {
     const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
     const reader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 60_000 });
     const provider = new MeterProvider({ readers: [reader] });
-    closers.push(() => provider.shutdown());
-    const moduleRef = await Test.createTestingModule({
+    kit.add(() => provider.shutdown());
+    const keyPrefix = uniquePrefix('metrics');
+    kit.watchPrefix(redisUrl(), keyPrefix);
+    const moduleRef = await kit.compile({
       imports: [
         RedisLockModule.forRoot({
           redis: redisUrl(),
-          keyPrefix: uniquePrefix('metrics'),
+          keyPrefix,
           logger: { warn: () => undefined, error: () => undefined },
           metrics: { meter: provider.getMeter('test'), keyAttribute },
         }),
       ],
-    }).compile();
+    });
     await moduleRef.init();
-    closers.push(() => moduleRef.close());
     const collect = async () => {
       await reader.forceFlush();
       const metrics = exporter.getMetrics().at(-1)?.scopeMetrics.flatMap((s) => s.metrics) ?? [];
@@ -40,9 +39,10 @@ describe('OpenTelemetry metrics', () => {
   it('records wait and hold histograms and counters for contention, timeouts and lost locks, by mode', async () => {
     const { locks, collect } = await setup(false);
     const a = await locks.acquire('m');
-    await expect(locks.acquire('m', { waitTimeoutMs: 40 })).rejects.toThrow();
+    await expect(locks.acquire('m', { waitTimeoutMs: 40 })).rejects.toBeInstanceOf(LockAcquireTimeoutError);
     const waiter = locks.acquire('m', { mode: 'read', waitTimeoutMs: 2_000 });
-    await sleep(50);
+    await until(async () => (await locks.inspect('m'))?.waitingReaders === 1, 1_000, 'the reader to wait');
+    await sleep(50); // the reader's wait time, recorded below
     await a.release();
     const r = await waiter;
     await r.release();

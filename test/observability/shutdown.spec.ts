@@ -1,50 +1,51 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { Controller, Param, Post } from '@nestjs/common';
-import type { INestApplication } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { WriteLocked } from '../../lib/decorators/write-locked.decorator.js';
-import { LockService } from '../../lib/nest/lock.service.js';
-import { RedisLockModule } from '../../lib/nest/redis-lock.module.js';
-import { Resources, keysUnder, redisUrl, sleep, uniquePrefix } from '../support/redis.js';
+import { LockTestKit, deferred, keysUnder, track, until } from '../support/lock-test-kit.js';
+
+/** Lets the handlers that hold a lock finish when the test says so. */
+let gate = deferred();
+let inside = 0;
 
 @Controller('jobs')
 class JobsController {
   @Post(':id')
   @WriteLocked('job:<id>', { waitTimeoutMs: 10_000 })
   async run(@Param('id') id: string): Promise<{ id: string }> {
-    await sleep(300);
+    inside++;
+    await gate.promise;
     return { id };
   }
 }
 
 describe('graceful shutdown under load', () => {
-  const res = new Resources();
-  afterEach(() => res.closeAll());
+  const kit = new LockTestKit();
+  afterEach(() => kit.closeAll());
 
-  it('lets holders finish, rejects waiters with 503, and leaves no lock key behind', async () => {
-    const prefix = uniquePrefix('shutdown');
-    const moduleRef = await Test.createTestingModule({
-      imports: [RedisLockModule.forRoot({ redis: redisUrl(), keyPrefix: prefix, logger: { warn: () => undefined, error: () => undefined } })],
-      controllers: [JobsController],
-    }).compile();
-    const app: INestApplication = moduleRef.createNestApplication();
-    await app.init();
-    await new Promise<void>((resolve) => app.getHttpServer().listen(0, '127.0.0.1', resolve));
-    const admin = res.redis();
+  it('lets holders finish, rejects waiters with 503 at once, and leaves no lock key behind', async () => {
+    gate = deferred();
+    inside = 0;
+    const { app, http, locks, prefix } = await kit.app({ controllers: [JobsController] }, { logger: { warn: () => undefined, error: () => undefined } });
+    const admin = kit.redis();
 
     // Two locks held ('a', 'b'), four requests waiting behind them.
-    const server = app.getHttpServer();
-    const calls = ['a', 'a', 'a', 'b', 'b', 'b'].map((id) => request(server).post(`/jobs/${id}`).then((r) => r.status));
-    await sleep(100);
-    const locks = app.get(LockService);
-    for (const key of ['job:a', 'job:b']) {
-      expect(await locks.inspect(key)).toMatchObject({ mode: 'write', waiting: 2 });
-    }
-    const closing = app.close();
-    const statuses = await Promise.all(calls);
-    await closing;
-    // The two holders finished normally; the waiters were turned away at once instead of holding up shutdown.
+    const calls = ['a', 'a', 'a', 'b', 'b', 'b'].map((id) => track(request(http).post(`/jobs/${id}`).then((r) => r.status)));
+    await until(async () => {
+      const infos = await Promise.all(['job:a', 'job:b'].map((key) => locks.inspect(key)));
+      return infos.every((info) => info?.mode === 'write' && info.waiting === 2);
+    }, 3_000, 'two holders with two waiters each');
+    expect(inside).toBe(2);
+
+    const closing = track(app.close());
+    // The waiters are turned away while the holders are still inside: shutdown does not wait for them.
+    await until(() => calls.filter((c) => c.settled).length === 4, 3_000, 'the four waiters to be answered');
+    expect(inside).toBe(2);
+    expect(closing.settled).toBe(false);
+    gate.resolve();
+    const statuses = await Promise.all(calls.map((c) => c.promise));
+    await closing.promise;
+    // The two holders finished normally.
     expect(statuses.filter((s) => s === 201)).toHaveLength(2);
     expect(statuses.filter((s) => s === 503)).toHaveLength(4);
     expect(await keysUnder(admin, prefix)).toEqual([]);

@@ -1,13 +1,20 @@
-import { lockKeys } from '../../lib/redis/key-layout.js';
-import { performance } from 'node:perf_hooks';
 import { expect } from '@jest/globals';
+import type { INestApplication, ModuleMetadata } from '@nestjs/common';
+import type { TestingModule } from '@nestjs/testing';
 import { Redis } from 'ioredis';
-import type { LockEngine, LockEngineOptions } from '../../lib/locking/lock-engine.js';
+import { LockEngine } from '../../lib/locking/lock-engine.js';
+import type { LockEngineOptions } from '../../lib/locking/lock-engine.js';
 import type { LockLogger } from '../../lib/locking/lock-events.js';
+import { LockService } from '../../lib/nest/lock.service.js';
+import { RedisLockModule } from '../../lib/nest/redis-lock.module.js';
+import type { RedisLockModuleOptions } from '../../lib/nest/redis-lock-module-options.interface.js';
+import { lockKeys } from '../../lib/redis/key-layout.js';
 import { RedisLockStore } from '../../lib/redis/redis-lock-store.js';
 import { startRedisServer } from '../../tools/redis-server.mjs';
 import type { RedisServerProcess } from '../../tools/redis-server.mjs';
-import { Resources, keysUnder, redisUrl, sleep } from './redis.js';
+import { compileOrCleanUp } from './nest-app.js';
+import type { LockTestApp } from './nest-app.js';
+import { keysUnder, redisUrl, uniquePrefix } from './redis.js';
 
 /** A logger that keeps what the engine reports instead of printing it (lost locks are expected in these tests). */
 export class MemoryLogger implements LockLogger {
@@ -21,21 +28,21 @@ export class MemoryLogger implements LockLogger {
 }
 
 /**
- * `Resources` plus the checks every engine test ends with: `closeAll` closes what the test opened, then fails the
- * test if any Redis key is left under a prefix the test used, then stops the private redis-servers it started.
+ * The one resource tracker of the tests: engines, Redis clients, script gateways, private redis-servers and Nest
+ * applications a test opens. `closeAll` (in `afterEach`) closes them in reverse order, then fails the test if any
+ * Redis key is left under a key prefix the test's engines or apps used, then stops the private servers.
  */
-export class LockTestKit extends Resources {
+export class LockTestKit {
+  readonly logger = new MemoryLogger();
+  private readonly closers: (() => Promise<unknown>)[] = [];
   private readonly prefixes: { readonly url: string; readonly prefix: string }[] = [];
   private readonly servers: RedisServerProcess[] = [];
-  readonly logger = new MemoryLogger();
 
-  /** An engine with a fresh key prefix (or `options.keyPrefix`), a quiet logger, closed by `closeAll`. */
-  override engine(options: Partial<LockEngineOptions> = {}): LockEngine {
-    const engine = super.engine({ logger: this.logger, ...options });
-    const url = typeof options.redis === 'string' ? options.redis : redisUrl();
-    if (!this.prefixes.some((p) => p.url === url && p.prefix === engine.settings.keyPrefix)) {
-      this.prefixes.push({ url, prefix: engine.settings.keyPrefix });
-    }
+  /** An engine with a fresh key prefix (or `options.keyPrefix`) and a quiet logger. */
+  engine(options: Partial<LockEngineOptions> = {}): LockEngine {
+    const engine = new LockEngine({ redis: redisUrl(), keyPrefix: uniquePrefix(), logger: this.logger, ...options });
+    this.add(() => engine.close());
+    this.watchPrefix(typeof options.redis === 'string' ? options.redis : redisUrl(), engine.settings.keyPrefix);
     return engine;
   }
 
@@ -44,9 +51,16 @@ export class LockTestKit extends Resources {
     return this.engine({ keyPrefix: engine.settings.keyPrefix, ...options });
   }
 
+  /** A plain ioredis client, e.g. to look at what the locks left in Redis. */
+  redis(url = redisUrl()): Redis {
+    const client = new Redis(url);
+    this.add(() => client.quit().catch(() => client.disconnect()));
+    return client;
+  }
+
   /**
-   * The script gateway on `engine`'s Redis and key prefix, for tests that send one store command at a time (e.g. a
-   * command re-sent after a reconnect). Closed by `closeAll`.
+   * The script gateway on `engine`'s key prefix, for tests that send one store command at a time (e.g. a command
+   * re-sent after a reconnect).
    */
   store(engine: LockEngine, url = redisUrl()): RedisLockStore {
     const store = new RedisLockStore(url, {
@@ -66,9 +80,59 @@ export class LockTestKit extends Resources {
     return server;
   }
 
-  override async closeAll(): Promise<void> {
+  /**
+   * A Nest application of `metadata` plus `RedisLockModule.forRoot` on the test Redis with a fresh key prefix
+   * (override any option with `options`), listening on a free loopback port.
+   */
+  async app(metadata: ModuleMetadata, options: Partial<RedisLockModuleOptions> = {}): Promise<LockTestApp> {
+    const prefix = options.keyPrefix ?? uniquePrefix('e2e');
+    const lockModule = RedisLockModule.forRoot({ redis: redisUrl(), keyPrefix: prefix, ...options });
+    this.watchPrefix(typeof options.redis === 'string' ? options.redis : redisUrl(), prefix);
+    const app = await this.startApp({ ...metadata, imports: [lockModule, ...(metadata.imports ?? [])] });
+    return { app, http: app.getHttpServer(), locks: app.get(LockService), prefix };
+  }
+
+  /**
+   * `app` on a private redis-server, with an admin client on it: for tests that count the commands the app sent
+   * (`scriptCalls(await commandStats(admin))` after `admin.config('RESETSTAT')`).
+   */
+  async isolatedApp(metadata: ModuleMetadata, options: Partial<RedisLockModuleOptions> = {}): Promise<LockTestApp & { readonly admin: Redis }> {
+    const server = await this.server();
+    const t = await this.app(metadata, { ...options, redis: server.url });
+    const admin = this.redis(server.url);
+    return { ...t, admin };
+  }
+
+  /** A Nest application of `metadata` as it is (no lock module added), listening on a free loopback port. */
+  async startApp(metadata: ModuleMetadata): Promise<INestApplication> {
+    const moduleRef = await compileOrCleanUp(metadata);
+    const app = moduleRef.createNestApplication({ logger: false });
+    this.add(() => app.close());
+    // Listening before the first request lets supertest send concurrent requests to one server.
+    await app.listen(0, '127.0.0.1');
+    return app;
+  }
+
+  /** A compiled testing module of `metadata` (not initialised), closed by `closeAll`. */
+  async compile(metadata: ModuleMetadata): Promise<TestingModule> {
+    const moduleRef = await compileOrCleanUp(metadata);
+    this.add(() => moduleRef.close());
+    return moduleRef;
+  }
+
+  /** Checks at `closeAll` that nothing is left under `prefix` (for engines or apps made outside the kit). */
+  watchPrefix(url: string, prefix: string): void {
+    if (!this.prefixes.some((p) => p.url === url && p.prefix === prefix)) this.prefixes.push({ url, prefix });
+  }
+
+  /** Anything else to close (last in, first closed). */
+  add(closer: () => Promise<unknown>): void {
+    this.closers.push(closer);
+  }
+
+  async closeAll(): Promise<void> {
     try {
-      await super.closeAll();
+      for (const close of this.closers.splice(0).reverse()) await close();
       const leftovers: string[] = [];
       for (const { url, prefix } of this.prefixes.splice(0)) {
         const client = new Redis(url, { maxRetriesPerRequest: 2 });
@@ -90,57 +154,10 @@ export function redisNames(prefix: string, key: string) {
   return lockKeys(prefix, key);
 }
 
-/** A promise plus its resolver, for gates between concurrent tasks. */
-export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
-  let resolve!: (value: T) => void;
-  const promise = new Promise<T>((r) => (resolve = r));
-  return { promise, resolve };
-}
+export { abortedWithin, deferred, rejectionOf, sleep, track, until } from './async.js';
+export { commandStats, keysUnder, redisUrl, uniquePrefix, withoutHarness } from './redis.js';
 
-/** Tracks whether a promise has settled, without consuming its rejection. */
-export function track<T>(promise: Promise<T>): { readonly settled: boolean; readonly at: number | undefined; readonly promise: Promise<T> } {
-  const state = { settled: false, at: undefined as number | undefined, promise };
-  const done = () => {
-    state.settled = true;
-    state.at = performance.now();
-  };
-  promise.then(done, done);
-  return state;
+/** Lock script calls (EVALSHA and EVAL) in `INFO commandstats` counts: the library's every lock operation is one. */
+export function scriptCalls(stats: Record<string, number>): number {
+  return (stats.evalsha ?? 0) + (stats.eval ?? 0);
 }
-
-/** Polls `check` every 5 ms until it returns true; throws after `timeoutMs`. */
-export async function until(check: () => boolean | Promise<boolean>, timeoutMs = 3_000, what = 'condition'): Promise<void> {
-  const end = performance.now() + timeoutMs;
-  while (!(await check())) {
-    if (performance.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(5);
-  }
-}
-
-/** Rejection reason of `promise` (fails if it resolves). */
-export async function rejectionOf(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected the promise to reject, but it resolved');
-}
-
-/** Resolves with the reason once `signal` aborts; rejects after `timeoutMs`. */
-export function abortedWithin(signal: AbortSignal, timeoutMs: number): Promise<unknown> {
-  if (signal.aborted) return Promise.resolve(signal.reason);
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`signal not aborted within ${timeoutMs} ms`)), timeoutMs);
-    signal.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer);
-        resolve(signal.reason);
-      },
-      { once: true },
-    );
-  });
-}
-
-export { keysUnder, sleep };

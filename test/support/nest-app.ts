@@ -2,11 +2,10 @@ import { Test } from '@nestjs/testing';
 import type { TestingModule } from '@nestjs/testing';
 import type { INestApplication, ModuleMetadata } from '@nestjs/common';
 import type { Redis } from 'ioredis';
-import { RedisLockModule } from '../../lib/nest/redis-lock.module.js';
 import { LockRegistry } from '../../lib/nest/lock-registry.js';
-import { LockService } from '../../lib/nest/lock.service.js';
-import type { RedisLockModuleOptions } from '../../lib/nest/redis-lock-module-options.interface.js';
-import { keysUnder, redisUrl, uniquePrefix } from './redis.js';
+import type { LockService } from '../../lib/nest/lock.service.js';
+import { until } from './async.js';
+import { keysUnder } from './redis.js';
 
 /** A running Nest test application with the lock module, and what the tests need from it. */
 export interface LockTestApp {
@@ -16,36 +15,6 @@ export interface LockTestApp {
   readonly locks: LockService;
   /** The `keyPrefix` this app's locks live under (unique per app). */
   readonly prefix: string;
-}
-
-/** Opens Nest test applications and closes them all in `afterEach`. */
-export class TestApps {
-  private readonly open: INestApplication[] = [];
-
-  /**
-   * Compiles `metadata` plus `RedisLockModule.forRoot` on the test Redis with a fresh key prefix (override any
-   * option with `options`), starts it on a free loopback port and returns it.
-   */
-  async create(metadata: ModuleMetadata, options: Partial<RedisLockModuleOptions> = {}): Promise<LockTestApp> {
-    const prefix = options.keyPrefix ?? uniquePrefix('e2e');
-    const lockModule = RedisLockModule.forRoot({ redis: redisUrl(), keyPrefix: prefix, ...options });
-    const app = await this.start({ ...metadata, imports: [lockModule, ...(metadata.imports ?? [])] });
-    return { app, http: app.getHttpServer(), locks: app.get(LockService), prefix };
-  }
-
-  /** Compiles `metadata` as it is (no lock module added), starts it on a free loopback port and returns it. */
-  async start(metadata: ModuleMetadata): Promise<INestApplication> {
-    const moduleRef = await compileOrCleanUp(metadata);
-    const app = moduleRef.createNestApplication({ logger: false });
-    this.open.push(app);
-    // Listening before the first request lets supertest send concurrent requests to one server.
-    await app.listen(0, '127.0.0.1');
-    return app;
-  }
-
-  async closeAll(): Promise<void> {
-    for (const app of this.open.splice(0).reverse()) await app.close();
-  }
 }
 
 /**
@@ -66,13 +35,8 @@ export async function compileOrCleanUp(metadata: ModuleMetadata): Promise<Testin
 }
 
 /** Waits until `key` is free in Redis (the release after a response is sent may still be in flight). */
-export async function waitUntilFree(locks: LockService, key: string, withinMs = 500): Promise<void> {
-  const deadline = Date.now() + withinMs;
-  for (;;) {
-    if ((await locks.inspect(key)) === null) return;
-    if (Date.now() > deadline) throw new Error(`lock "${key}" still held ${withinMs} ms after the response`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
+export function waitUntilFree(locks: LockService, key: string, withinMs = 500): Promise<void> {
+  return until(async () => (await locks.inspect(key)) === null, withinMs, `lock "${key}" to be free after the response`);
 }
 
 /** Every Redis key the app's locks left under its prefix. */

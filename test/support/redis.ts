@@ -1,7 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
-import { LockEngine } from '../../lib/locking/lock-engine.js';
-import type { LockEngineOptions } from '../../lib/locking/lock-engine.js';
+import type { Redis } from 'ioredis';
 
 /** The Redis the test command started (or REDIS_URL). */
 export function redisUrl(): string {
@@ -13,31 +11,6 @@ export function redisUrl(): string {
 /** A key prefix no other test uses. */
 export function uniquePrefix(name = 't'): string {
   return `test:${name}:${randomBytes(4).toString('hex')}:`;
-}
-
-/** Tracks what a test opens so `closeAll` can close it. */
-export class Resources {
-  private readonly closers: (() => Promise<unknown>)[] = [];
-
-  engine(options: Partial<LockEngineOptions> = {}): LockEngine {
-    const engine = new LockEngine({ redis: redisUrl(), keyPrefix: uniquePrefix(), ...options });
-    this.closers.push(() => engine.close());
-    return engine;
-  }
-
-  redis(url = redisUrl()): Redis {
-    const client = new Redis(url);
-    this.closers.push(() => client.quit().catch(() => client.disconnect()));
-    return client;
-  }
-
-  add(closer: () => Promise<unknown>): void {
-    this.closers.push(closer);
-  }
-
-  async closeAll(): Promise<void> {
-    for (const close of this.closers.splice(0).reverse()) await close();
-  }
 }
 
 /** Every Redis key under `prefix`. */
@@ -52,4 +25,19 @@ export async function keysUnder(client: Redis, prefix: string): Promise<string[]
   return found.sort();
 }
 
-export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+/** Calls per command since the last `CONFIG RESETSTAT`, from `INFO commandstats` (e.g. `{ evalsha: 3 }`). */
+export async function commandStats(client: Redis): Promise<Record<string, number>> {
+  const calls: Record<string, number> = {};
+  for (const [, name, n] of (await client.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+    calls[name] = Number(n);
+  }
+  return calls;
+}
+
+/** Commands the test harness itself sends (stats, setup, key listing, connection handshakes). */
+const HARNESS = /^(info|config\|.*|client\|.*|ping|select|dbsize|scan|hello|command.*)$/;
+
+/** `stats` without the harness's own commands: what the code under test sent. */
+export function withoutHarness(stats: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(Object.entries(stats).filter(([name]) => !HARNESS.test(name)));
+}

@@ -2,7 +2,7 @@ import { fork } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { ParentMessage, WorkerMessage, WorkerTask } from '../fixtures/worker-protocol.js';
-import type { Resources } from './redis.js';
+import type { LockTestKit } from './lock-test-kit.js';
 
 const WORKER = fileURLToPath(new URL('../fixtures/lock-worker.ts', import.meta.url));
 const REGISTER_TS = fileURLToPath(new URL('./register-ts.mjs', import.meta.url));
@@ -36,7 +36,7 @@ export class WorkerProcess {
   }
 
   /** Starts a worker; `resources.closeAll()` kills it if the test has not. */
-  static start(resources: Resources, task: WorkerTask): WorkerProcess {
+  static start(resources: Pick<LockTestKit, 'add'>, task: WorkerTask): WorkerProcess {
     const worker = new WorkerProcess(task);
     resources.add(() => worker.kill());
     return worker;
