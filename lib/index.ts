@@ -18,10 +18,10 @@ export { LockConflictException } from './nest/lock-conflict.exception.js';
 
 // Engine (framework-free)
 export { LockEngine } from './locking/lock-engine.js';
-export type { LockEngineOptions, LockPing, ModeFixedOptions } from './locking/lock-engine.js';
+export type { LockEngineOptions, ModeFixedOptions } from './locking/lock-engine.js';
 export { DEFAULT_LOCK_SETTINGS } from './locking/lock-options.js';
 export type { LockEngineSettings } from './locking/lock-options.js';
-export type { AcquireOptions, LockHandle, LockHolderInfo, LockInfo, LockMode } from './types/lock.types.js';
+export type { AcquireOptions, LockHandle, LockHolderInfo, LockInfo, LockMode, LockPing } from './types/lock.types.js';
 export type {
   LockEvents,
   LockEventName,

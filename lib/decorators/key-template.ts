@@ -21,7 +21,7 @@ interface Part {
 }
 
 /**
- * Compiles `spec` for `method` (e.g. `ArticlesController.update`) whose parameters are `params`. Unknown names
+ * @internal Compiles `spec` for `method` (e.g. `ArticlesController.update`) whose parameters are `params`. Unknown names
  * throw `LockConfigError` now, at start-up, naming the method and listing its parameters.
  */
 export function compileKeySpec(spec: LockKeySpec, params: readonly (string | null)[], method: string): KeyResolver {

@@ -2,9 +2,9 @@ import { hostname } from 'node:os';
 import { LockKeyError } from '../errors/lock-key.error.js';
 import type { RedisConnectionInput } from '../redis/connection.js';
 import { validateLockKey } from '../redis/key-layout.js';
-import type { LockStore, LockStoreFactory, StorePing } from '../redis/lock-store.js';
+import type { LockStore, LockStoreFactory } from '../redis/lock-store.js';
 import { RedisLockStore } from '../redis/redis-lock-store.js';
-import type { AcquireOptions, LockHandle, LockInfo } from '../types/lock.types.js';
+import type { AcquireOptions, LockHandle, LockInfo, LockPing } from '../types/lock.types.js';
 import { Acquirer } from './acquisition.js';
 import { HoldKeeper } from './hold-keeper.js';
 import { LockAlarm, describeHeldTooLong } from './lock-alarm.js';
@@ -26,9 +26,6 @@ export interface LockEngineOptions extends Partial<LockEngineSettings> {
 
 /** Per-call options of `withReadLock` / `withWriteLock` (the method fixes the mode). */
 export type ModeFixedOptions = Omit<AcquireOptions, 'mode'>;
-
-/** What `ping` reports: a round trip on the command and on the wake-up connection, in milliseconds. */
-export type LockPing = StorePing;
 
 /** How long an idle wake-up subscription is kept, in milliseconds. */
 const SUBSCRIPTION_LINGER_MS = 1_000;

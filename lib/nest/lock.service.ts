@@ -1,11 +1,11 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import type { BeforeApplicationShutdown, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { LockEngine } from '../locking/lock-engine.js';
-import type { LockPing, ModeFixedOptions } from '../locking/lock-engine.js';
+import type { ModeFixedOptions } from '../locking/lock-engine.js';
 import type { LockEventListener, LockEventName } from '../locking/lock-events.js';
 import { attachOpenTelemetryMetrics } from '../observability/lock-metrics.js';
 import type { LockStoreFactory } from '../redis/lock-store.js';
-import type { AcquireOptions, LockHandle, LockInfo } from '../types/lock.types.js';
+import type { AcquireOptions, LockHandle, LockInfo, LockPing } from '../types/lock.types.js';
 import { LockRegistry } from './lock-registry.js';
 import { LOCK_STORE_FACTORY } from './lock-store.token.js';
 import type { LockRuntime } from './lock-registry.js';
@@ -33,6 +33,9 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown, OnA
   private detachMetrics: (() => void) | undefined;
 
   /** @throws {LockConfigError} naming the option, when a module option is invalid (at start-up). */
+  constructor(options: RedisLockModuleOptions);
+  /** @internal With a store other than Redis (the testing module). */
+  constructor(options: RedisLockModuleOptions, store: LockStoreFactory | undefined);
   constructor(
     @Inject(MODULE_OPTIONS_TOKEN) options: RedisLockModuleOptions,
     @Optional() @Inject(LOCK_STORE_FACTORY) store?: LockStoreFactory,

@@ -1,4 +1,4 @@
-import type { LockInfo, LockMode } from '../types/lock.types.js';
+import type { LockInfo, LockMode, LockPing } from '../types/lock.types.js';
 
 /**
  * The seam between the lock engine and where locks live. The engine decides *when* to acquire, wait, renew and
@@ -130,14 +130,5 @@ export interface WakeUpSubscription {
   stop(): void;
 }
 
-/** What `ping` found. */
-export interface StorePing {
-  /** The command connection answered in time. */
-  readonly command: boolean;
-  /** The wake-up (subscriber) connection answered in time. */
-  readonly subscriber: boolean;
-  readonly commandMs: number;
-  readonly subscriberMs: number;
-  /** The first failure, when there was one. */
-  readonly error?: string;
-}
+/** What `ping` found (the public `LockPing`). */
+export type StorePing = LockPing;

@@ -87,3 +87,17 @@ export interface LockInfo {
   /** The last fencing token handed out for this key. */
   readonly fencingToken: number;
 }
+
+/** What `ping` found: a round trip on the command and on the wake-up connection. */
+export interface LockPing {
+  /** The command connection answered in time. */
+  readonly command: boolean;
+  /** The wake-up (subscriber) connection answered in time. */
+  readonly subscriber: boolean;
+  /** Round trip of the command connection, in milliseconds. */
+  readonly commandMs: number;
+  /** Round trip of the wake-up connection, in milliseconds. */
+  readonly subscriberMs: number;
+  /** The first failure, when there was one. */
+  readonly error?: string;
+}
