@@ -23,8 +23,8 @@ export class LockError extends Error {
    * `err instanceof LockAcquireTimeoutError` (or any error class of this library) also holds for an error
    * thrown by the other build of the package loaded in the same process, where the ordinary prototype check
    * fails because each build has its own classes. Such an error counts when it carries the library's brand
-   * and a class of the same name appears in its prototype chain; anything else falls back to the ordinary
-   * check.
+   * and a class of the same name appears in its prototype chain below `Error`; without the brand, only the
+   * ordinary prototype check counts.
    */
   static override [Symbol.hasInstance]<C extends ErrorClass>(this: C, value: unknown): value is InstanceType<C> {
     if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
