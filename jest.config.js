@@ -16,6 +16,9 @@ export default {
   transform: { '^.+\\.ts$': ['@swc/jest', swc] },
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   testMatch: ['<rootDir>/lib/**/*.spec.ts', '<rootDir>/test/**/*.spec.ts'],
+  // The consumer apps have their own runner (npm run test:consumers), dependencies and specs.
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/consumers/'],
+  modulePathIgnorePatterns: ['<rootDir>/test/consumers/'],
   testTimeout: 30_000,
   maxWorkers: 2,
 };

@@ -1,0 +1,235 @@
+// `npm run test:consumers`: installs the packed package into real applications, the way users install it,
+// and checks that it loads, type-checks and locks correctly there, against a real Redis.
+//
+//   1. `npm pack` the package once (its prepare script builds it) into test/consumers/.cache/.
+//   2. For each app folder (and the node22/node24 folders, Node binaries from the npm registry's `node` package): `npm ci` from its committed package-lock.json, skipped
+//      when node_modules was installed from the same lock file by the same Node and npm (a stamp file
+//      records that); then `npm install --no-save <tarball>`, every time.
+//   3. Starts a throwaway redis-server (tools/redis-server.mjs) unless REDIS_URL is set.
+//   4. Runs each app's checks (below), the two apps side by side.
+//
+// Ends with one line `consumers: N passed, N failed` and exits non-zero when a check failed.
+// Each check's output is shown when it fails, or always with CONSUMERS_VERBOSE=1.
+/* global fetch */
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { freePort, startRedisServer } from '../../tools/redis-server.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = join(here, '..', '..');
+const cache = join(here, '.cache');
+const verbose = process.env.CONSUMERS_VERBOSE === '1';
+const results = [];
+const t0 = performance.now();
+/** Node majors besides the one running this script, each from test/consumers/node<major>/, for the nest12-esm app. */
+const NODE_MAJORS = [22, 24];
+
+const seconds = (ms) => `${(ms / 1000).toFixed(1)} s`;
+
+/** Runs a command; resolves with its output, rejects with an error carrying the output. */
+function run(cmd, args, { cwd, env = {}, timeoutMs = 300_000 } = {}) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      if (code === 0) resolve(out);
+      else reject(Object.assign(new Error(`${cmd} ${args.join(' ')} exited with ${signal ?? code}`), { output: out }));
+    });
+  });
+}
+
+/** One named check: timed, recorded, its output printed when it fails. */
+async function check(name, fn) {
+  const start = performance.now();
+  try {
+    const output = await fn();
+    results.push({ name, ok: true });
+    console.log(`  ok    ${name} (${seconds(performance.now() - start)})`);
+    if (verbose && output) console.log(indent(output));
+    return true;
+  } catch (err) {
+    results.push({ name, ok: false });
+    console.log(`  FAIL  ${name} (${seconds(performance.now() - start)}): ${err.message}`);
+    if (err.output) console.log(indent(err.output));
+    return false;
+  }
+}
+
+const indent = (text) =>
+  String(text)
+    .trimEnd()
+    .split('\n')
+    .map((line) => `        ${line}`)
+    .join('\n');
+
+const npm = (args, cwd, opts = {}) => run('npm', [...args, '--no-audit', '--no-fund'], { cwd, ...opts });
+
+/** `npm ci` unless node_modules already holds this lock file's install for this Node and npm. */
+async function installDependencies(dir) {
+  const stampFile = join(dir, 'node_modules', '.consumer-install-stamp');
+  const npmVersion = (await run('npm', ['--version'])).trim();
+  const stamp = createHash('sha256')
+    .update(readFileSync(join(dir, 'package-lock.json')))
+    .update(`${process.version} ${process.platform} ${process.arch} npm ${npmVersion}`)
+    .digest('hex');
+  if (existsSync(stampFile) && readFileSync(stampFile, 'utf8') === stamp) return 'kept node_modules';
+  await npm(['ci'], dir);
+  writeFileSync(stampFile, stamp);
+  return 'npm ci';
+}
+
+/**
+ * The app's dependencies (while the package is being packed), then the packed tarball, as
+ * `npm install <tarball>` does for users (not saved).
+ */
+async function installApp(dir, packing) {
+  const how = await installDependencies(dir);
+  const tarball = await packing;
+  if (!tarball) throw new Error('no tarball to install: npm pack failed');
+  rmSync(join(dir, 'node_modules', 'nest-redis-locks'), { recursive: true, force: true });
+  await npm(['install', '--no-save', tarball], dir);
+  return `${how}, then npm install --no-save ${tarball.slice(repo.length + 1)}`;
+}
+
+/** `node <main>`: waits for it to listen, increments a counter over HTTP once, checks health, stops it with SIGTERM. */
+async function startAndHit(nodeBin, dir, main, redisUrl) {
+  const port = await freePort();
+  const child = spawn(nodeBin, [main], {
+    cwd: dir,
+    env: { ...process.env, PORT: String(port), REDIS_URL: redisUrl },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const exited = new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal })));
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
+  const fail = (message) => Object.assign(new Error(message), { output: out });
+  try {
+    for (const deadline = Date.now() + 20_000; !out.includes('listening on'); await sleep(50)) {
+      if (child.exitCode !== null || child.signalCode !== null) throw fail(`exited with ${child.signalCode ?? child.exitCode} before listening`);
+      if (Date.now() > deadline) throw fail('did not listen within 20 s');
+    }
+    const base = `http://127.0.0.1:${port}`;
+    const id = `smoke-${Date.now()}-${Math.random().toString(36).slice(2)}`;
+    const inc = await fetch(`${base}/counters/${id}/increment`, { method: 'POST' });
+    const body = await inc.json();
+    if (inc.status !== 201 || body.value !== 1) throw fail(`POST /counters/${id}/increment: ${inc.status} ${JSON.stringify(body)}`);
+    const health = await fetch(`${base}/health`);
+    if (health.status !== 200) throw fail(`GET /health: ${health.status} ${await health.text()}`);
+  } finally {
+    child.kill('SIGTERM');
+  }
+  const { code, signal } = await Promise.race([exited, sleep(10_000, { code: 'still running 10 s after SIGTERM' })]);
+  // Nest's shutdown hooks close the app, then re-raise the signal: exit code 0 or death by SIGTERM both mean it stopped.
+  if (code !== 0 && signal !== 'SIGTERM') {
+    child.kill('SIGKILL');
+    throw fail(`did not stop on SIGTERM: ${signal ?? code}`);
+  }
+  return out;
+}
+
+const tsc = (dir, project) => run(process.execPath, [join(dir, 'node_modules/typescript/bin/tsc'), '-p', project], { cwd: dir });
+
+async function nest11(redisUrl) {
+  const dir = join(here, 'nest11-cjs');
+  const env = { REDIS_URL: redisUrl };
+  rmSync(join(dir, 'dist'), { recursive: true, force: true });
+  await Promise.all([
+    // The starter's settings: module commonjs (moduleResolution node10), emitting dist/ for `node dist/main.js`.
+    check('nest11-cjs: tsc, module commonjs (the starter)', () => tsc(dir, 'tsconfig.build.json')),
+    // `require` resolution through `exports`: TS1479 here when the package had no `require` condition.
+    check('nest11-cjs: tsc, module/moduleResolution nodenext, skipLibCheck off', () => tsc(dir, 'tsconfig.nodenext.json')),
+    check('nest11-cjs: tsc, module/moduleResolution node16', () => tsc(dir, 'tsconfig.node16.json')),
+  ]);
+  await check('nest11-cjs: jest + ts-jest (CommonJS) specs against Redis', () =>
+    run(process.execPath, [join(dir, 'node_modules/jest/bin/jest.js'), '--runInBand', '--ci'], { cwd: dir, env }),
+  );
+  await check('nest11-cjs: node dist/main.js starts, locks a request, stops', () =>
+    startAndHit(process.execPath, dir, 'dist/main.js', redisUrl),
+  );
+}
+
+async function nest12(redisUrl, otherNodes) {
+  const dir = join(here, 'nest12-esm');
+  const env = { REDIS_URL: redisUrl };
+  rmSync(join(dir, 'dist'), { recursive: true, force: true });
+  const compiled = await check('nest12-esm: tsc, nodenext (ESM), TypeScript 6, skipLibCheck off', () => tsc(dir, 'tsconfig.json'));
+  if (!compiled) return;
+  const tests = readdirSync(join(dir, 'dist/test'))
+    .filter((f) => f.endsWith('.test.js'))
+    .map((f) => `dist/test/${f}`);
+  const nodes = [{ label: `Node ${process.versions.node}`, bin: process.execPath }, ...otherNodes.sort((a, b) => a.major - b.major)];
+  for (const { label, bin } of nodes) {
+    await check(`nest12-esm: node:test specs against Redis (${label})`, () => run(bin, ['--test', ...tests], { cwd: dir, env }));
+    await check(`nest12-esm: node dist/src/main.js starts, locks a request, stops (${label})`, () =>
+      startAndHit(bin, dir, 'dist/src/main.js', redisUrl),
+    );
+  }
+}
+
+let server;
+let exitCode = 1;
+try {
+  console.log('consumers: packing the package and installing the apps');
+  mkdirSync(cache, { recursive: true });
+  for (const f of readdirSync(cache)) if (f.endsWith('.tgz')) rmSync(join(cache, f));
+  let tarball;
+  const packing = check('npm pack (its prepare script builds the package)', async () => {
+    const out = await npm(['pack', '--json', '--pack-destination', cache], repo);
+    const [packed] = JSON.parse(out.slice(out.indexOf('[\n')));
+    tarball = join(cache, packed.filename);
+    return `${packed.filename}: ${packed.entryCount} files, ${(packed.size / 1024).toFixed(0)} kB`;
+  }).then((ok) => (ok ? tarball : null));
+  const otherNodes = [];
+  await Promise.all([
+    check('nest11-cjs: install', () => installApp(join(here, 'nest11-cjs'), packing)),
+    check('nest12-esm: install', () => installApp(join(here, 'nest12-esm'), packing)),
+    ...NODE_MAJORS.map((major) =>
+      check(`node${major}: install Node ${major} from the npm registry (package node)`, async () => {
+        const dir = join(here, `node${major}`);
+        const how = await installDependencies(dir);
+        const bin = join(dir, 'node_modules/node/bin/node');
+        const version = (await run(bin, ['--version'])).trim();
+        if (!version.startsWith(`v${major}.`)) throw new Error(`expected Node ${major}, got ${version}`);
+        otherNodes.push({ bin, major, label: `Node ${version.slice(1)}` });
+        return how;
+      }),
+    ),
+  ]);
+
+  let redisUrl = process.env.REDIS_URL;
+  if (!redisUrl) {
+    server = await startRedisServer();
+    redisUrl = server.url;
+    console.log(`consumers: redis-server started at ${redisUrl}`);
+  }
+
+  console.log('consumers: checking the apps');
+  const installed = (name) => results.some((r) => r.name === `${name}: install` && r.ok);
+  await Promise.all([
+    installed('nest11-cjs') ? nest11(redisUrl) : undefined,
+    installed('nest12-esm') ? nest12(redisUrl, otherNodes) : undefined,
+  ]);
+  exitCode = results.every((r) => r.ok) ? 0 : 1;
+} catch (err) {
+  console.error(`consumers: ${err.message}`);
+  if (err.output) console.error(indent(err.output));
+} finally {
+  if (server) await server.stop();
+}
+
+const passed = results.filter((r) => r.ok).length;
+const failed = results.length - passed;
+console.log(`consumers: done in ${seconds(performance.now() - t0)}`);
+console.log(`consumers: ${passed} passed, ${failed} failed`);
+process.exit(failed > 0 ? 1 : exitCode);
