@@ -40,8 +40,11 @@ import type { MemoryListener, MemoryLockState, ScriptScope } from './memory-lock
  *   reject with an `Error`, as commands on a closed connection do.
  * - Host and app names in holder records are kept as given (Redis replaces `|` with `_`).
  *
+ * Applications get it through `RedisLockTestingModule`, or `createMemoryLockEngine` without Nest.
+ *
  * @example
- * const engine = new LockEngine({ redis: undefined as never }, memoryLockStore());
+ * const world = new MemoryLockWorld();
+ * const engine = createMemoryLockEngine({ world }); // a MemoryLockStore on `world` under the engine
  */
 export class MemoryLockStore implements LockStore {
   private readonly listening = new Map<string, Set<MemoryListener>>();
