@@ -102,7 +102,10 @@ export class MemoryLockWorld {
     return live.sort();
   }
 
-  /** Forgets every lock of every prefix at once, waking nobody (for a clean slate between tests). */
+  /**
+   * Forgets every lock of every prefix at once, waking nobody: a clean slate between tests. Engines still holding
+   * a lock find it gone at their next renewal (its signal aborts with `LockLostError`); close them first instead.
+   */
   clear(): void {
     for (const space of this.spaces.values()) space.locks.clear();
   }
