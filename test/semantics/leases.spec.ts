@@ -40,6 +40,44 @@ describe.each(STORE_KINDS)('leases, fencing and administration (%s store)', (kin
     expect(await b.inspect('k')).toBeNull();
   });
 
+  it('a hold whose lease ran out is dropped while other holds of the lock live on and renew', async () => {
+    const a = worlds.engine();
+    const b = worlds.engine();
+    // Two readers: one stops renewing, the other keeps its lease.
+    const dead = await a.acquire('k', { mode: 'read', leaseMs: 150, autoExtend: false });
+    const live = await b.acquire('k', { mode: 'read', leaseMs: 150 });
+    await abortedWithin(dead.signal, 1_000);
+    await sleep(100);
+    expect((await b.inspect('k'))?.holders.map((h) => h.owner)).toEqual([expect.stringMatching(new RegExp(`^${b.instanceId}:`))]);
+    await live.release();
+    const writer = await a.tryAcquire('k');
+    expect(writer?.mode).toBe('write');
+    await writer?.release();
+
+    // A write hold that ran out while its owner's read hold (a downgrade) lives on: readers may come in again.
+    const writeLost = deferred();
+    const checked = deferred();
+    const owner = a.withLock(
+      'k',
+      async (write) => {
+        const read = await a.acquire('k', { mode: 'read', leaseMs: 150 });
+        await abortedWithin(write.signal, 1_000);
+        writeLost.resolve();
+        await checked.promise;
+        await read.release();
+      },
+      { leaseMs: 150, autoExtend: false },
+    );
+    await writeLost.promise;
+    await sleep(50);
+    const reader = await b.tryAcquire('k', { mode: 'read' });
+    expect(reader?.mode).toBe('read');
+    expect((await b.inspect('k'))?.holders.map((h) => h.mode)).toEqual(['read', 'read']);
+    await reader?.release();
+    checked.resolve();
+    await owner;
+  });
+
   it('fencing tokens strictly increase across successive holds, whoever takes them and in either mode', async () => {
     const a = worlds.engine();
     const b = worlds.engine();

@@ -70,25 +70,34 @@ describe.each(STORE_KINDS)('waiting (%s store)', (kind) => {
     for (const h of handles) await h.release();
   });
 
-  it('fair: writers are served in arrival order, whichever instance they wait on', async () => {
+  it('fair: writers are served in arrival order, whichever instance they wait on; one that gives up blocks nobody', async () => {
     const a = worlds.engine();
     const b = worlds.engine();
     const holder = await a.acquire('k', { fair: true });
     const order: number[] = [];
     const all: Promise<void>[] = [];
+    const quitter = new AbortController();
     for (let i = 0; i < 6; i++) {
+      const signal = i === 2 ? quitter.signal : undefined;
       all.push(
-        (i % 2 ? a : b).acquire('k', { fair: true, waitTimeoutMs: 5_000 }).then(async (h) => {
-          order.push(i);
-          await sleep(2);
-          await h.release();
-        }),
+        (i % 2 ? a : b).acquire('k', { fair: true, waitTimeoutMs: 5_000, signal }).then(
+          async (h) => {
+            order.push(i);
+            await sleep(2);
+            await h.release();
+          },
+          () => undefined,
+        ),
       );
       await waiting(a, 'k', i + 1);
     }
+    quitter.abort();
+    await waiting(a, 'k', 5);
+    const releasedAt = performance.now();
     await holder.release();
     await Promise.all(all);
-    expect(order).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(order).toEqual([0, 1, 3, 4, 5]);
+    expect(performance.now() - releasedAt).toBeLessThan(2_000);
   });
 
   it('fair: a reader that came first goes before a writer that came later (no writer preference), readers at the head enter together', async () => {
