@@ -28,14 +28,14 @@ describe.each(STORE_KINDS)('leases, fencing and administration (%s store)', (kin
   it('autoExtend keeps the lock through several leases', async () => {
     const a = worlds.engine();
     const b = worlds.engine();
-    const held = await a.acquire('k', { leaseMs: 150 });
-    await sleep(600);
+    const held = await a.acquire('k', { leaseMs: 200 });
+    await sleep(800);
     expect(held.isHeld).toBe(true);
     expect(held.signal.aborted).toBe(false);
     expect(await b.tryAcquire('k')).toBeNull();
     const remaining = (await b.inspect('k'))?.holders[0].remainingLeaseMs ?? 0;
     expect(remaining).toBeGreaterThan(0);
-    expect(remaining).toBeLessThanOrEqual(150);
+    expect(remaining).toBeLessThanOrEqual(200);
     expect(await held.release()).toBe(true);
     expect(await b.inspect('k')).toBeNull();
   });
@@ -44,11 +44,13 @@ describe.each(STORE_KINDS)('leases, fencing and administration (%s store)', (kin
     const a = worlds.engine();
     const b = worlds.engine();
     // Two readers: one stops renewing, the other keeps its lease.
+    const owners: string[] = [];
+    b.on('acquired', (e) => owners.push(e.owner));
     const dead = await a.acquire('k', { mode: 'read', leaseMs: 150, autoExtend: false });
     const live = await b.acquire('k', { mode: 'read', leaseMs: 150 });
     await abortedWithin(dead.signal, 1_000);
     await sleep(100);
-    expect((await b.inspect('k'))?.holders.map((h) => h.owner)).toEqual([expect.stringMatching(new RegExp(`^${b.instanceId}:`))]);
+    expect((await b.inspect('k'))?.holders.map((h) => h.owner)).toEqual(owners);
     await live.release();
     const writer = await a.tryAcquire('k');
     expect(writer?.mode).toBe('write');
@@ -167,6 +169,8 @@ describe.each(STORE_KINDS)('leases, fencing and administration (%s store)', (kin
     const a = worlds.engine();
     const b = worlds.engine();
     expect(await a.inspect('k')).toBeNull();
+    const owners: string[] = [];
+    a.on('acquired', (e) => owners.push(e.owner));
     const before = Date.now();
     const inside = deferred<number>();
     const leave = deferred();
@@ -195,7 +199,7 @@ describe.each(STORE_KINDS)('leases, fencing and administration (%s store)', (kin
       holders: [
         {
           mode: 'write',
-          owner: expect.stringMatching(new RegExp(`^${a.instanceId}:\\d+$`)),
+          owner: owners[0],
           host: hostname(),
           pid: process.pid,
           app: a.settings.appName,

@@ -40,7 +40,7 @@ describe.each(STORE_KINDS)('waiting (%s store)', (kind) => {
     const abortedAt = performance.now();
     controller.abort(new Error('user went away'));
     expect(await rejectionOf(waiter.promise)).toMatchObject({ message: 'user went away' });
-    expect(waiter.at! - abortedAt).toBeLessThan(300);
+    expect(waiter.at! - abortedAt).toBeLessThan(1_000);
     expect((await a.inspect('k'))?.waiting).toBe(0);
     await held.release();
   });
@@ -56,7 +56,7 @@ describe.each(STORE_KINDS)('waiting (%s store)', (kind) => {
     let releasedAt = performance.now();
     await held.release();
     const w = await writer.promise;
-    expect(writer.at! - releasedAt).toBeLessThan(300);
+    expect(writer.at! - releasedAt).toBeLessThan(1_000);
 
     const readers = Array.from({ length: 6 }, (_, i) => track((i % 2 ? a : b).acquire('k', { mode: 'read', waitTimeoutMs: 3_000 })));
     await waiting(a, 'k', 6);
@@ -65,7 +65,7 @@ describe.each(STORE_KINDS)('waiting (%s store)', (kind) => {
     releasedAt = performance.now();
     await w.release();
     const handles = await Promise.all(readers.map((r) => r.promise));
-    expect(Math.max(...readers.map((r) => r.at!)) - releasedAt).toBeLessThan(300);
+    expect(Math.max(...readers.map((r) => r.at!)) - releasedAt).toBeLessThan(1_000);
     expect((await a.inspect('k'))?.holders).toHaveLength(6);
     for (const h of handles) await h.release();
   });
