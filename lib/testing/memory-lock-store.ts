@@ -36,8 +36,12 @@ import type { MemoryListener, MemoryLockState, ScriptScope } from './memory-lock
  *   keys and across a key's full release without depending on the clock.
  * - Wake-ups reach the listeners registered when the operation ran, in a later microtask; a subscription is live
  *   at once and is dropped as soon as its last listener stops (no linger).
- * - No connection can fail: operations never time out and `ping` answers at once. Operations after `close()`
- *   reject with an `Error`, as commands on a closed connection do.
+ * - Each operation applies when it is called, in call order, and answers in a microtask: there is no network in
+ *   between, so races that need a slow round trip (a grant reaching a caller that already gave up, a command
+ *   re-sent after a reconnect) do not happen, and nothing can fail: no timeouts, `ping` answers at once.
+ *   Operations after `close()` reject with an `Error`, as commands on a closed connection do.
+ * - A world lives in one process (and one JavaScript realm: under Jest each test file has its own default world);
+ *   it cannot stand in for Redis between processes.
  * - Host and app names in holder records are kept as given (Redis replaces `|` with `_`).
  *
  * Applications get it through `RedisLockTestingModule`, or `createMemoryLockEngine` without Nest.
