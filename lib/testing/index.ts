@@ -1,0 +1,6 @@
+// Entry `nest-redis-locks/testing`: real lock semantics without Redis, for the tests of applications.
+export { RedisLockTestingModule } from './redis-lock-testing.module.js';
+export type { RedisLockTestingModuleOptions } from './redis-lock-testing.module.js';
+export { MemoryLockWorld } from './memory-lock-world.js';
+export { MemoryLockStore, memoryLockStore, createMemoryLockEngine } from './memory-lock-store.js';
+export type { MemoryLockEngineOptions } from './memory-lock-store.js';

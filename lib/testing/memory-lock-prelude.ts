@@ -1,0 +1,87 @@
+import type { LockMode } from '../types/lock.types.js';
+import type { MemoryLockState, ScriptScope } from './memory-lock-world.js';
+
+/*
+ * The helpers the Lua scripts share (the PRELUDE of `lib/redis/lua-scripts.ts`): purges of dead holders and
+ * waiters, the end of a lock's state, and wake-ups. Sorted sets are Maps of member -> score.
+ */
+
+/** Drops holders whose lease ran out. `true` if any was dropped. */
+export function purge(s: MemoryLockState, now: number): boolean {
+  let purged = false;
+  for (const [token, expiry] of s.leases) {
+    if (expiry > now) continue;
+    s.holders.delete(token);
+    if (s.writer === token) s.writer = undefined;
+    s.leases.delete(token);
+    purged = true;
+  }
+  return purged;
+}
+
+/** Drops fair-queue entries whose registration ran out. */
+export function purgeQueue(s: MemoryLockState, now: number): void {
+  for (const [member, expiry] of s.queue) if (expiry <= now) s.queue.delete(member);
+}
+
+/** After holders changed: the lock's state goes when nobody holds it (Redis: `DEL state leases`). */
+export function settle(s: MemoryLockState): void {
+  if (s.leases.size === 0) dropHolds(s);
+}
+
+export function dropHolds(s: MemoryLockState): void {
+  s.holders.clear();
+  s.leases.clear();
+  s.writer = undefined;
+  s.fence = 0;
+}
+
+/**
+ * Wakes whoever can now get in: fair waiters first, by name (the head, or the run of readers at the head);
+ * otherwise one waiting writer if the lock is free, else every waiting reader when no writer holds or waits.
+ */
+export function wake(s: MemoryLockState, x: ScriptScope): void {
+  if (s.writers.size === 0 && s.readers.size === 0 && s.queue.size === 0) return;
+  if (s.writer !== undefined) return;
+  purgeQueue(s, x.now);
+  const queue = [...s.queue.keys()].slice(0, 64);
+  if (queue.length > 0) {
+    if (queue[0].startsWith('w')) {
+      if (s.leases.size === 0) x.publish({ waiterId: queue[0].slice(2) });
+    } else {
+      for (const member of queue) {
+        if (!member.startsWith('r')) break;
+        x.publish({ waiterId: member.slice(2) });
+      }
+    }
+    return;
+  }
+  // ZRANGEBYSCORE writers (now +inf LIMIT 0 1: the live registration that runs out first.
+  let first: [string, number] | undefined;
+  for (const [id, expiry] of s.writers) {
+    if (expiry > x.now && (!first || expiry < first[1] || (expiry === first[1] && id < first[0]))) first = [id, expiry];
+  }
+  if (first) {
+    if (s.leases.size === 0) x.publish({ waiterId: first[0] });
+    return;
+  }
+  if (liveCount(s.readers, x.now) > 0) x.publish('readers');
+}
+
+export function queueMember(mode: LockMode, waiterId: string): string {
+  return `${mode === 'write' ? 'w' : 'r'}:${waiterId}`;
+}
+
+/** Entries of `zset` scored after `now` (ZCOUNT (now +inf). */
+export function liveCount(zset: Map<string, number>, now: number): number {
+  let n = 0;
+  for (const score of zset.values()) if (score > now) n++;
+  return n;
+}
+
+/** The highest score of `zset` (ZRANGE -1 -1 WITHSCORES). */
+export function top(zset: Map<string, number>): number | undefined {
+  let max: number | undefined;
+  for (const score of zset.values()) if (max === undefined || score > max) max = score;
+  return max;
+}
