@@ -2,5 +2,5 @@
 export { RedisLockTestingModule } from './redis-lock-testing.module.js';
 export type { RedisLockTestingModuleOptions } from './redis-lock-testing.module.js';
 export { MemoryLockWorld } from './memory-lock-world.js';
-export { MemoryLockStore, memoryLockStore, createMemoryLockEngine } from './memory-lock-store.js';
-export type { MemoryLockEngineOptions } from './memory-lock-store.js';
+export { createMemoryLockEngine } from './memory-lock-engine.js';
+export type { MemoryLockEngineOptions } from './memory-lock-engine.js';

@@ -1,5 +1,3 @@
-import { LockEngine } from '../locking/lock-engine.js';
-import type { LockEngineOptions } from '../locking/lock-engine.js';
 import type {
   AcquireCall,
   AcquireReply,
@@ -19,7 +17,7 @@ import { MemoryLockWorld } from './memory-lock-world.js';
 import type { MemoryListener, MemoryLockState, ScriptScope } from './memory-lock-world.js';
 
 /**
- * A lock store in this process's memory: the semantics of the Redis store (read/write, writer preference,
+ * @internal A lock store in this process's memory: the semantics of the Redis store (read/write, writer preference,
  * reentrant hold counts with at-most-once commands, leases, fencing tokens, fair queues, wake-ups, `inspect`), with
  * no Redis. Each operation is the in-process transliteration of the matching Lua script, run on a
  * `MemoryLockWorld` that every store of the same world and key prefix shares, so several engines in one process
@@ -175,33 +173,13 @@ function closedMessage(): string {
 }
 
 /**
- * A `LockStoreFactory` of memory stores on `world` (default: `MemoryLockWorld.default`, shared by the process).
+ * @internal A `LockStoreFactory` of memory stores on `world` (default: `MemoryLockWorld.default`, shared by the process).
  * Engines made with it on the same world and key prefix share their locks.
  *
  * @example
  * const world = new MemoryLockWorld();
- * const engine = new LockEngine({ redis: undefined as never, keyPrefix: 'orders:' }, memoryLockStore(world));
+ * const engine = createMemoryLockEngine({ world, keyPrefix: 'orders:' }); // uses this factory
  */
 export function memoryLockStore(world: MemoryLockWorld = MemoryLockWorld.default): LockStoreFactory {
   return (context) => new MemoryLockStore(world, context);
-}
-
-/** Options of `createMemoryLockEngine`: the engine options without `redis`, plus the world to live in. */
-export interface MemoryLockEngineOptions extends Omit<LockEngineOptions, 'redis'> {
-  /** Where the locks live. Default `MemoryLockWorld.default`, shared by the process. */
-  readonly world?: MemoryLockWorld;
-}
-
-/**
- * A `LockEngine` on a memory store: the framework-free engine with real lock semantics and no Redis, for tests of
- * code that uses `LockEngine` directly. Close it as any engine.
- *
- * @example
- * const engine = createMemoryLockEngine({ leaseMs: 1_000 });
- * await engine.withLock('report:7', () => buildReport(7));
- * await engine.close();
- */
-export function createMemoryLockEngine(options: MemoryLockEngineOptions = {}): LockEngine {
-  const { world, ...engineOptions } = options;
-  return new LockEngine({ ...engineOptions, redis: undefined as never }, memoryLockStore(world));
 }

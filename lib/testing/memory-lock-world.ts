@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { DEFAULT_LOCK_SETTINGS } from '../locking/lock-options.js';
 import type { HolderIdentity, WakeUp } from '../redis/lock-store.js';
 
-/** One holder of a lock (the Lua scripts' `h:<token>` field `count|seq|fence|since|info`). */
+/** @internal One holder of a lock (the Lua scripts' `h:<token>` field `count|seq|fence|since|info`). */
 export interface MemoryHolder {
   /** Reentrant hold count. */
   count: number;
@@ -16,7 +16,7 @@ export interface MemoryHolder {
 }
 
 /**
- * The state of one lock, as the Lua scripts keep it in six Redis keys (see `lib/redis/lua-scripts.ts`). Times are
+ * @internal The state of one lock, as the Lua scripts keep it in six Redis keys (see `lib/redis/lua-scripts.ts`). Times are
  * on the world's monotonic clock, in milliseconds.
  */
 export interface MemoryLockState {
@@ -36,7 +36,7 @@ export interface MemoryLockState {
   readonly queue: Map<string, number>;
 }
 
-/** What a script may use while it runs: the clock frozen at its start, fencing tokens, and wake-ups to publish. */
+/** @internal What a script may use while it runs: the clock frozen at its start, fencing tokens, and wake-ups to publish. */
 export interface ScriptScope {
   /** Monotonic time, in milliseconds (the scripts' `now`). */
   readonly now: number;
@@ -46,7 +46,7 @@ export interface ScriptScope {
   publish(wakeUp: WakeUp): void;
 }
 
-/** A wake-up listener of one store on one lock. */
+/** @internal A wake-up listener of one store on one lock. */
 export interface MemoryListener {
   readonly onWakeUp: (wakeUp: WakeUp) => void;
   readonly onError: (err: unknown) => void;

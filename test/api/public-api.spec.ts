@@ -12,7 +12,7 @@ import ts from 'typescript';
  * type they cannot import, and no internal type sneaks into the surface through a public one.
  */
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const ENTRIES = ['index', 'health/index'];
+const ENTRIES = ['index', 'health/index', 'testing/index'];
 
 let out: string;
 let program: ts.Program;

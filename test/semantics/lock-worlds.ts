@@ -1,11 +1,7 @@
-import { expect } from '@jest/globals';
-import { Redis } from 'ioredis';
-import { LockEngine } from '../../lib/locking/lock-engine.js';
-import type { LockEngineOptions } from '../../lib/locking/lock-engine.js';
-import { memoryLockStore } from '../../lib/testing/memory-lock-store.js';
+import type { LockEngine, LockEngineOptions } from '../../lib/locking/lock-engine.js';
 import { MemoryLockWorld } from '../../lib/testing/memory-lock-world.js';
-import { MemoryLogger } from '../support/lock-test-kit.js';
-import { keysUnder, redisUrl, uniquePrefix } from '../support/redis.js';
+import { LockTestKit, uniquePrefix } from '../support/lock-test-kit.js';
+import type { MemoryLogger } from '../support/lock-test-kit.js';
 
 /** Where the locks of a semantic test live: the real Redis store, or the memory store. */
 export type StoreKind = 'redis' | 'memory';
@@ -18,45 +14,30 @@ export type EngineOptions = Partial<Omit<LockEngineOptions, 'redis'>>;
 
 /**
  * The engines of one test, all sharing one lock world (one key prefix on the test Redis, or one `MemoryLockWorld`),
- * like instances of one app. `closeAll` closes them and fails the test if any lock state is left behind.
+ * like instances of one app. Tracked by a `LockTestKit`: `closeAll` closes them and fails the test if any lock
+ * state is left behind; the next test gets a fresh world.
  */
 export class LockWorlds {
-  readonly logger = new MemoryLogger();
-  private engines: LockEngine[] = [];
+  private readonly kit = new LockTestKit();
   private prefix = uniquePrefix('semantics');
   private world = new MemoryLockWorld();
 
   constructor(readonly kind: StoreKind) {}
 
-  /** Another engine ("app instance") on this test's lock world. */
-  engine(options: EngineOptions = {}): LockEngine {
-    const base = { keyPrefix: this.prefix, logger: this.logger, ...options };
-    const engine =
-      this.kind === 'redis'
-        ? new LockEngine({ ...base, redis: redisUrl() })
-        : new LockEngine({ ...base, redis: undefined as never }, memoryLockStore(this.world));
-    this.engines.push(engine);
-    return engine;
+  get logger(): MemoryLogger {
+    return this.kit.logger;
   }
 
-  /** Closes every engine, then expects nothing left under the test's prefix; the next test gets a fresh world. */
+  /** Another engine ("app instance") on this test's lock world. */
+  engine(options: EngineOptions = {}): LockEngine {
+    const all = { keyPrefix: this.prefix, ...options };
+    return this.kind === 'redis' ? this.kit.engine(all) : this.kit.memoryEngine(this.world, all);
+  }
+
   async closeAll(): Promise<void> {
-    const engines = this.engines.splice(0);
-    const prefix = this.prefix;
-    const world = this.world;
     this.prefix = uniquePrefix('semantics');
     this.world = new MemoryLockWorld();
-    await Promise.all(engines.map((e) => e.close()));
-    if (this.kind === 'memory') {
-      expect(world.keys(prefix)).toEqual([]);
-      return;
-    }
-    const client = new Redis(redisUrl(), { maxRetriesPerRequest: 2 });
-    try {
-      expect(await keysUnder(client, prefix)).toEqual([]);
-    } finally {
-      client.disconnect();
-    }
+    await this.kit.closeAll();
   }
 }
 

@@ -5,9 +5,7 @@ import { WriteLocked } from '../../lib/decorators/write-locked.decorator.js';
 import { LockConfigError } from '../../lib/errors/lock-config.error.js';
 import { LockService } from '../../lib/nest/lock.service.js';
 import { MemoryLockWorld, RedisLockTestingModule } from '../../lib/testing/index.js';
-import { TestApps } from '../support/nest-app.js';
-import { sleep } from '../support/redis.js';
-import { deferred, until } from '../support/lock-test-kit.js';
+import { LockTestKit, deferred, sleep, until } from '../support/lock-test-kit.js';
 
 const N = 25;
 
@@ -100,19 +98,19 @@ function counterApp(testing = RedisLockTestingModule.forRoot()) {
 }
 
 describe('RedisLockTestingModule', () => {
-  const apps = new TestApps();
-  afterEach(() => apps.closeAll());
+  const kit = new LockTestKit();
+  afterEach(() => kit.closeAll());
 
   it('without any lock module, a decorated method rejects (module not initialised) and never runs', async () => {
     const job = new PlainJob();
     await expect(job.run('1')).rejects.toBeInstanceOf(LockConfigError);
-    const app = await apps.start({ providers: [PlainJob] });
+    const app = await kit.startApp({ providers: [PlainJob] });
     await expect(app.get(PlainJob).run('1')).rejects.toThrow(/PlainJob\.run.*not initialised/);
     expect(job.runs + app.get(PlainJob).runs).toBe(0);
   });
 
   it(`with it, ${N} concurrent read-modify-writes end at ${N}: decorated service method, withLock, HTTP handler`, async () => {
-    const app = await apps.start(counterApp());
+    const app = await kit.startApp(counterApp());
     const counters = app.get(CounterService);
     await Promise.all(Array.from({ length: N }, () => counters.increment('1')));
     expect(await counters.value('1')).toBe(N);
@@ -129,7 +127,7 @@ describe('RedisLockTestingModule', () => {
   });
 
   it('decorated methods hold a real lock: inspect sees it, a busy handler answers 409, and nothing is left after close', async () => {
-    const app = await apps.start(counterApp());
+    const app = await kit.startApp(counterApp());
     const counters = app.get(CounterService);
     const locks = app.get(LockService);
     const release = deferred();
@@ -141,15 +139,15 @@ describe('RedisLockTestingModule', () => {
     release.resolve();
     expect(await holding).toBe('counter:9');
     expect((await request(app.getHttpServer()).post('/counters/9/quick')).status).toBe(201);
-    await apps.closeAll();
+    await kit.closeAll();
     expect(MemoryLockWorld.default.keys()).toEqual([]);
   });
 
   it('apps on one world share their locks, as instances on one Redis do; another world is another set of locks', async () => {
     const world = new MemoryLockWorld();
-    const first = await apps.start({ imports: [RedisLockTestingModule.forRoot({ world })] });
-    const second = await apps.start({ imports: [RedisLockTestingModule.forRoot({ world })] });
-    const elsewhere = await apps.start({ imports: [RedisLockTestingModule.forRoot({ world: new MemoryLockWorld() })] });
+    const first = await kit.startApp({ imports: [RedisLockTestingModule.forRoot({ world })] });
+    const second = await kit.startApp({ imports: [RedisLockTestingModule.forRoot({ world })] });
+    const elsewhere = await kit.startApp({ imports: [RedisLockTestingModule.forRoot({ world: new MemoryLockWorld() })] });
     const held = await first.get(LockService).acquire('report');
     expect(await second.get(LockService).tryAcquire('report')).toBeNull();
     expect((await second.get(LockService).inspect('report'))?.holders).toHaveLength(1);
@@ -168,7 +166,7 @@ describe('RedisLockTestingModule', () => {
     }
     @Module({ providers: [Reports], exports: [Reports] })
     class ReportsModule {}
-    const app = await apps.start({
+    const app = await kit.startApp({
       imports: [RedisLockTestingModule.forRoot({ isGlobal: true, keyPrefix: 'reports:', waitTimeoutMs: 30, world: new MemoryLockWorld() }), ReportsModule],
     });
     const { locks } = app.get(Reports);

@@ -10,6 +10,8 @@ import { RedisLockModule } from '../../lib/nest/redis-lock.module.js';
 import type { RedisLockModuleOptions } from '../../lib/nest/redis-lock-module-options.interface.js';
 import { lockKeys } from '../../lib/redis/key-layout.js';
 import { RedisLockStore } from '../../lib/redis/redis-lock-store.js';
+import { createMemoryLockEngine } from '../../lib/testing/memory-lock-engine.js';
+import type { MemoryLockWorld } from '../../lib/testing/memory-lock-world.js';
 import { startRedisServer } from '../../tools/redis-server.mjs';
 import type { RedisServerProcess } from '../../tools/redis-server.mjs';
 import { compileOrCleanUp } from './nest-app.js';
@@ -29,13 +31,15 @@ export class MemoryLogger implements LockLogger {
 
 /**
  * The one resource tracker of the tests: engines, Redis clients, script gateways, private redis-servers and Nest
- * applications a test opens. `closeAll` (in `afterEach`) closes them in reverse order, then fails the test if any
- * Redis key is left under a key prefix the test's engines or apps used, then stops the private servers.
+ * applications a test opens, and engines on the memory store. `closeAll` (in `afterEach`) closes them in reverse
+ * order, then fails the test if any lock state is left under a key prefix the test's engines or apps used (in Redis
+ * or in a memory world), then stops the private servers.
  */
 export class LockTestKit {
   readonly logger = new MemoryLogger();
   private readonly closers: (() => Promise<unknown>)[] = [];
   private readonly prefixes: { readonly url: string; readonly prefix: string }[] = [];
+  private readonly worlds: { readonly world: MemoryLockWorld; readonly prefix: string }[] = [];
   private readonly servers: RedisServerProcess[] = [];
 
   /** An engine with a fresh key prefix (or `options.keyPrefix`) and a quiet logger. */
@@ -43,6 +47,17 @@ export class LockTestKit {
     const engine = new LockEngine({ redis: redisUrl(), keyPrefix: uniquePrefix(), logger: this.logger, ...options });
     this.add(() => engine.close());
     this.watchPrefix(typeof options.redis === 'string' ? options.redis : redisUrl(), engine.settings.keyPrefix);
+    return engine;
+  }
+
+  /** An engine on the memory store of `world` (the testing module's store), with a fresh key prefix by default. */
+  memoryEngine(world: MemoryLockWorld, options: Partial<LockEngineOptions> = {}): LockEngine {
+    const { redis: _ignored, ...rest } = options;
+    const engine = createMemoryLockEngine({ world, keyPrefix: uniquePrefix(), logger: this.logger, ...rest });
+    this.add(() => engine.close());
+    if (!this.worlds.some((w) => w.world === world && w.prefix === engine.settings.keyPrefix)) {
+      this.worlds.push({ world, prefix: engine.settings.keyPrefix });
+    }
     return engine;
   }
 
@@ -134,6 +149,7 @@ export class LockTestKit {
     try {
       for (const close of this.closers.splice(0).reverse()) await close();
       const leftovers: string[] = [];
+      for (const { world, prefix } of this.worlds.splice(0)) leftovers.push(...world.keys(prefix).map((k) => `memory:${k}`));
       for (const { url, prefix } of this.prefixes.splice(0)) {
         const client = new Redis(url, { maxRetriesPerRequest: 2 });
         try {

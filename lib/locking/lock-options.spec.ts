@@ -1,0 +1,232 @@
+import { describe, expect, it } from '@jest/globals';
+import { LockConfigError } from '../errors/lock-config.error.js';
+import type { AcquireOptions } from '../types/lock.types.js';
+import { DEFAULT_LOCK_SETTINGS, MAX_DURATION_MS, MIN_LEASE_MS, resolveAcquireOptions, resolveEngineSettings } from './lock-options.js';
+import type { LockEngineSettings } from './lock-options.js';
+
+/** The error `fn` throws (fails the test when it throws nothing). */
+function thrown(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (err) {
+    return err;
+  }
+  throw new Error('expected a throw, got none');
+}
+
+const SETTING_NAMES = ['appName', 'autoExtend', 'holdWarningMs', 'keyPrefix', 'leaseMs', 'waitTimeoutMs', 'waitWarningMs'];
+
+describe('DEFAULT_LOCK_SETTINGS', () => {
+  it('holds the documented defaults', () => {
+    expect(DEFAULT_LOCK_SETTINGS).toEqual({
+      keyPrefix: 'lock:',
+      leaseMs: 30_000,
+      waitTimeoutMs: 10_000,
+      autoExtend: true,
+      appName: process.env.npm_package_name ?? '',
+      holdWarningMs: 60_000,
+      waitWarningMs: 5_000,
+    });
+    expect(Object.isFrozen(DEFAULT_LOCK_SETTINGS)).toBe(true);
+  });
+
+  it('has the documented bounds', () => {
+    expect(MIN_LEASE_MS).toBe(30);
+    expect(MAX_DURATION_MS).toBe(2_147_483_647);
+  });
+});
+
+describe('resolveEngineSettings', () => {
+  it('returns the defaults when given nothing', () => {
+    expect(resolveEngineSettings()).toEqual(DEFAULT_LOCK_SETTINGS);
+    expect(resolveEngineSettings({})).toEqual(DEFAULT_LOCK_SETTINGS);
+  });
+
+  it('merges given values over the defaults, one by one', () => {
+    expect(resolveEngineSettings({ leaseMs: 5_000, keyPrefix: 'app:' })).toEqual({
+      ...DEFAULT_LOCK_SETTINGS,
+      leaseMs: 5_000,
+      keyPrefix: 'app:',
+    });
+  });
+
+  it('takes every setting when all are given', () => {
+    const all: LockEngineSettings = {
+      keyPrefix: '',
+      leaseMs: 30,
+      waitTimeoutMs: 0,
+      autoExtend: false,
+      appName: 'orders',
+      holdWarningMs: 0,
+      waitWarningMs: 0,
+    };
+    expect(resolveEngineSettings(all)).toEqual(all);
+  });
+
+  it('treats undefined as unset', () => {
+    expect(resolveEngineSettings({ leaseMs: undefined, autoExtend: undefined })).toEqual(DEFAULT_LOCK_SETTINGS);
+  });
+
+  it('ignores other fields and does not copy them into the settings', () => {
+    const input = { redis: { host: 'localhost' }, logger: console, keyPrefix: 'x:', subscriptionLingerMs: 5 };
+    const settings = resolveEngineSettings(input as Partial<LockEngineSettings>);
+    expect(Object.keys(settings).sort()).toEqual(SETTING_NAMES);
+    expect(settings).toEqual({ ...DEFAULT_LOCK_SETTINGS, keyPrefix: 'x:' });
+  });
+
+  it('returns a frozen object', () => {
+    const settings = resolveEngineSettings({ leaseMs: 1_000 });
+    expect(Object.isFrozen(settings)).toBe(true);
+    expect(() => {
+      (settings as { leaseMs: number }).leaseMs = 5;
+    }).toThrow(TypeError);
+  });
+
+  it.each<[string, unknown]>([
+    ['leaseMs', MIN_LEASE_MS],
+    ['leaseMs', MAX_DURATION_MS],
+    ['waitTimeoutMs', 0],
+    ['waitTimeoutMs', MAX_DURATION_MS],
+    ['waitTimeoutMs', Number.POSITIVE_INFINITY],
+    ['holdWarningMs', 0],
+    ['waitWarningMs', MAX_DURATION_MS],
+    ['keyPrefix', ''],
+    ['keyPrefix', 'my-app:locks:'],
+    ['appName', ''],
+  ])('accepts %s = %p', (option, value) => {
+    expect(resolveEngineSettings({ [option]: value })).toEqual({ ...DEFAULT_LOCK_SETTINGS, [option]: value });
+  });
+
+  it.each<[string, unknown]>([
+    ['leaseMs', 29],
+    ['leaseMs', 0],
+    ['leaseMs', -1],
+    ['leaseMs', 1000.5],
+    ['leaseMs', MAX_DURATION_MS + 1],
+    ['leaseMs', Number.NaN],
+    ['leaseMs', Number.POSITIVE_INFINITY],
+    ['leaseMs', '1000'],
+    ['leaseMs', null],
+    ['waitTimeoutMs', -1],
+    ['waitTimeoutMs', 0.5],
+    ['waitTimeoutMs', Number.NaN],
+    ['waitTimeoutMs', Number.NEGATIVE_INFINITY],
+    ['waitTimeoutMs', MAX_DURATION_MS + 1],
+    ['waitTimeoutMs', '10'],
+    ['holdWarningMs', -1],
+    ['holdWarningMs', 1.5],
+    ['holdWarningMs', Number.POSITIVE_INFINITY],
+    ['holdWarningMs', '60000'],
+    ['waitWarningMs', -1],
+    ['waitWarningMs', Number.NaN],
+    ['waitWarningMs', Number.POSITIVE_INFINITY],
+    ['keyPrefix', 'app{x}:'],
+    ['keyPrefix', 'a{'],
+    ['keyPrefix', 'a}'],
+    ['keyPrefix', 42],
+    ['keyPrefix', null],
+    ['autoExtend', 'true'],
+    ['autoExtend', 1],
+    ['autoExtend', null],
+    ['appName', 42],
+    ['appName', null],
+  ])('rejects %s = %p, naming the option', (option, value) => {
+    const err = thrown(() => resolveEngineSettings({ [option]: value }));
+    expect(err).toBeInstanceOf(LockConfigError);
+    expect((err as LockConfigError).option).toBe(option);
+    expect((err as LockConfigError).message).toMatch(new RegExp(`^invalid ${option}:`));
+    expect((err as LockConfigError).key).toBeUndefined();
+  });
+
+  it('says the allowed range of a duration', () => {
+    expect(() => resolveEngineSettings({ leaseMs: 29 })).toThrow(
+      'invalid leaseMs: 29; expected an integer number of milliseconds from 30 to 2147483647',
+    );
+    expect(() => resolveEngineSettings({ waitTimeoutMs: -1 })).toThrow(
+      'invalid waitTimeoutMs: -1; expected an integer number of milliseconds from 0 to 2147483647 (or Infinity)',
+    );
+  });
+});
+
+describe('resolveAcquireOptions', () => {
+  const settings = resolveEngineSettings({ leaseMs: 5_000, waitTimeoutMs: 700, autoExtend: false });
+  const KEY = 'article:1';
+
+  it.each<[string, AcquireOptions | undefined]>([
+    ['undefined', undefined],
+    ['an empty object', {}],
+  ])('takes the engine settings for %s', (_name, options) => {
+    expect(resolveAcquireOptions(settings, options, KEY)).toEqual({
+      mode: 'write',
+      leaseMs: 5_000,
+      autoExtend: false,
+      waitTimeoutMs: 700,
+      signal: undefined,
+      fair: false,
+    });
+  });
+
+  it('takes every per-call option over the settings', () => {
+    const signal = new AbortController().signal;
+    const resolved = resolveAcquireOptions(
+      settings,
+      { mode: 'read', leaseMs: 30, waitTimeoutMs: 0, autoExtend: true, signal, fair: true },
+      KEY,
+    );
+    expect(resolved).toEqual({ mode: 'read', leaseMs: 30, autoExtend: true, waitTimeoutMs: 0, signal, fair: true });
+    expect(resolved.signal).toBe(signal);
+  });
+
+  it.each<[string, AcquireOptions, Partial<Record<string, unknown>>]>([
+    ['mode write', { mode: 'write' }, { mode: 'write' }],
+    ['a wait of Infinity', { waitTimeoutMs: Number.POSITIVE_INFINITY }, { waitTimeoutMs: Number.POSITIVE_INFINITY }],
+    ['the longest lease', { leaseMs: MAX_DURATION_MS }, { leaseMs: MAX_DURATION_MS }],
+    ['fair false', { fair: false }, { fair: false }],
+  ])('accepts %s', (_name, options, expected) => {
+    expect(resolveAcquireOptions(settings, options, KEY)).toMatchObject(expected);
+  });
+
+  it.each<[string, unknown]>([
+    ['a string', 'read'],
+    ['a number', 42],
+    ['null', null],
+    ['a boolean', true],
+  ])('rejects options that are %s, naming the key', (_name, options) => {
+    const err = thrown(() => resolveAcquireOptions(settings, options as AcquireOptions, KEY));
+    expect(err).toBeInstanceOf(LockConfigError);
+    expect((err as LockConfigError).option).toBe('options');
+    expect((err as LockConfigError).key).toBe(KEY);
+    expect((err as LockConfigError).message).toContain(`"${KEY}"`);
+  });
+
+  it.each<[string, unknown]>([
+    ['mode', null],
+    ['mode', 'exclusive'],
+    ['mode', 'WRITE'],
+    ['mode', ''],
+    ['leaseMs', 29],
+    ['leaseMs', 100.5],
+    ['leaseMs', Number.NaN],
+    ['leaseMs', Number.POSITIVE_INFINITY],
+    ['leaseMs', MAX_DURATION_MS + 1],
+    ['leaseMs', '100'],
+    ['waitTimeoutMs', -1],
+    ['waitTimeoutMs', 1.5],
+    ['waitTimeoutMs', Number.NaN],
+    ['waitTimeoutMs', '0'],
+    ['autoExtend', 'yes'],
+    ['autoExtend', 0],
+    ['signal', {}],
+    ['signal', { aborted: false, addEventListener: () => undefined }],
+    ['signal', new AbortController()],
+    ['fair', 'yes'],
+    ['fair', 1],
+  ])('rejects %s = %p, naming the option and the key', (option, value) => {
+    const err = thrown(() => resolveAcquireOptions(settings, { [option]: value } as AcquireOptions, KEY));
+    expect(err).toBeInstanceOf(LockConfigError);
+    expect((err as LockConfigError).option).toBe(option);
+    expect((err as LockConfigError).key).toBe(KEY);
+    expect((err as LockConfigError).message).toMatch(new RegExp(`^invalid ${option}`));
+    expect((err as LockConfigError).message).toContain(`"${KEY}"`);
+  });
+});

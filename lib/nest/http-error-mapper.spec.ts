@@ -1,0 +1,99 @@
+import { BadRequestException, HttpException, NotFoundException, ServiceUnavailableException } from '@nestjs/common';
+import { describe, expect, it } from '@jest/globals';
+import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error.js';
+import { LockClosedError } from '../errors/lock-closed.error.js';
+import { LockConfigError } from '../errors/lock-config.error.js';
+import { LockKeyError } from '../errors/lock-key.error.js';
+import { LockLostError } from '../errors/lock-lost.error.js';
+import { LockNotHeldError } from '../errors/lock-not-held.error.js';
+import { LockUpgradeError } from '../errors/lock-upgrade.error.js';
+import { LockError } from '../errors/lock.error.js';
+import { DefaultLockHttpErrorMapper } from './http-error-mapper.js';
+import { LockConflictException } from './lock-conflict.exception.js';
+
+const CONTEXT = {} as never;
+
+function timeoutError(): LockAcquireTimeoutError {
+  return new LockAcquireTimeoutError({ key: 'account:1', keys: ['account:1', 'account:2'], mode: 'write', waitedMs: 1234.6, waitTimeoutMs: 1000 });
+}
+
+describe('DefaultLockHttpErrorMapper', () => {
+  it.each<[string, DefaultLockHttpErrorMapper, number]>([
+    ['the default status', new DefaultLockHttpErrorMapper(), 409],
+    ['a configured status', new DefaultLockHttpErrorMapper(423), 423],
+  ])('maps a lock timeout to LockConflictException with %s', (_name, mapper, status) => {
+    const error = timeoutError();
+    const mapped = mapper.map(error, CONTEXT);
+    expect(mapped).toBeInstanceOf(LockConflictException);
+    const exception = mapped as LockConflictException;
+    expect(exception.getStatus()).toBe(status);
+    expect(exception.getResponse()).toEqual({
+      statusCode: status,
+      error: 'Conflict',
+      message: 'resource "account:1" is locked; try again later',
+      key: 'account:1',
+      keys: ['account:1', 'account:2'],
+      waitedMs: 1235,
+    });
+    expect(exception.cause).toBe(error);
+  });
+
+  it('maps an invalid key to 400 Bad Request with the error message', () => {
+    const error = new LockKeyError('cannot build lock key "a:<id>" on C.m: <id> is null', null);
+    const mapped = new DefaultLockHttpErrorMapper().map(error, CONTEXT);
+    expect(mapped).toBeInstanceOf(BadRequestException);
+    const exception = mapped as BadRequestException;
+    expect(exception.getStatus()).toBe(400);
+    expect(exception.getResponse()).toEqual({ statusCode: 400, error: 'Bad Request', message: error.message });
+    expect(exception.cause).toBe(error);
+  });
+
+  it('maps a closed lock service to 503 Service Unavailable', () => {
+    const error = new LockClosedError('a');
+    const mapped = new DefaultLockHttpErrorMapper(423).map(error, CONTEXT);
+    expect(mapped).toBeInstanceOf(ServiceUnavailableException);
+    const exception = mapped as ServiceUnavailableException;
+    expect(exception.getStatus()).toBe(503);
+    expect(exception.getResponse()).toEqual({ statusCode: 503, error: 'Service Unavailable', message: error.message });
+    expect(exception.cause).toBe(error);
+  });
+
+  it.each<[string, unknown]>([
+    ['a plain Error', new Error('boom')],
+    ['an HttpException', new NotFoundException('no such article')],
+    ['the LockError base class', new LockError('x', { key: 'a' })],
+    ['a LockConfigError', new LockConfigError('bad', 'leaseMs')],
+    ['a LockLostError', new LockLostError('a', 'not-in-redis')],
+    ['a LockNotHeldError', new LockNotHeldError('a', 'released')],
+    ['a LockUpgradeError', new LockUpgradeError('a')],
+    ['a string', 'failure'],
+    ['undefined', undefined],
+    ['a plain object', { status: 409 }],
+  ])('returns %s as is', (_name, error) => {
+    expect(new DefaultLockHttpErrorMapper().map(error, CONTEXT)).toBe(error);
+  });
+
+  describe('a subclass overriding conflict', () => {
+    class LockedIs423 extends DefaultLockHttpErrorMapper {
+      protected override conflict(error: LockAcquireTimeoutError): unknown {
+        return new HttpException({ message: `retry "${error.key}" later` }, 423);
+      }
+    }
+    const mapper = new LockedIs423();
+
+    it('changes the timeout answer', () => {
+      const mapped = mapper.map(timeoutError(), CONTEXT);
+      expect(mapped).not.toBeInstanceOf(LockConflictException);
+      expect(mapped).toBeInstanceOf(HttpException);
+      expect((mapped as HttpException).getStatus()).toBe(423);
+      expect((mapped as HttpException).getResponse()).toEqual({ message: 'retry "account:1" later' });
+    });
+
+    it('keeps the other cases', () => {
+      expect(mapper.map(new LockKeyError('bad key', ''), CONTEXT)).toBeInstanceOf(BadRequestException);
+      expect(mapper.map(new LockClosedError(), CONTEXT)).toBeInstanceOf(ServiceUnavailableException);
+      const other = new Error('x');
+      expect(mapper.map(other, CONTEXT)).toBe(other);
+    });
+  });
+});
