@@ -29,6 +29,7 @@ export function compileKeySpec(spec: LockKeySpec, params: readonly (string | nul
     return (args) => {
       const out = spec(...args);
       const list = Array.isArray(out) ? out : [out];
+      if (list.length === 0) throw new LockKeyError(`the key function on ${method} returned no key (an empty array)`, out);
       return list.map((k) => checked(k, method, 'the key function'));
     };
   }
@@ -110,7 +111,7 @@ function render(value: unknown, template: string, placeholder: string, method: s
     return String(value);
   }
   if (typeof value === 'bigint' || typeof value === 'boolean') return String(value);
-  throw bad(`${Array.isArray(value) ? 'an array' : `a ${typeof value}`}; use a property path such as <${placeholder}.id>`);
+  throw bad(`${Array.isArray(value) ? 'an array' : `of type ${typeof value}`}; use a property path such as <${placeholder}.id>`);
 }
 
 function checked(key: unknown, method: string, origin: string): string {

@@ -179,9 +179,8 @@ describe('parameterNames of methods compiled by SWC', () => {
 });
 
 /*
- * BUG (see report): the parser splits and balances brackets without knowing string, template or regex literals,
- * and strips `//` wherever it appears. A default value holding one of these characters shifts or drops names:
- * `(region = 'eu,us', id, tenant)` reads as ['region', null, 'id', 'tenant'], so '<id>' resolves to `tenant`.
+ * Defaults holding `,`, `)` or `//` inside literals must not shift or drop names: read naively,
+ * `(region = 'eu,us', id, tenant)` gave ['region', null, 'id', 'tenant'], so '<id>' locked the tenant.
  */
 class StringDefaults {
   comma(region = 'eu,us', id: string, tenant: string) {
@@ -199,15 +198,29 @@ class StringDefaults {
   template(t = `a,${String(1)}`, id: string) {
     return [t, id];
   }
+
+  regex(pattern = /[,)]\//g, id: string) {
+    return [pattern, id];
+  }
+
+  nestedTemplate(t = `x${`)`}`, id: string) {
+    return [t, id];
+  }
 }
 
-describe('parameterNames with string defaults (known bug)', () => {
+describe('parameterNames with literals in defaults', () => {
   const p = StringDefaults.prototype;
-  it.failing.each<[string, AnyFn, (string | null)[]]>([
+  it.each<[string, AnyFn, (string | null)[]]>([
     ['a comma in a string default', p.comma, ['region', 'id', 'tenant']],
     ['a parenthesis in a string default', p.paren, ['sep', 'id']],
     ['"//" in a string default', p.url, ['base', 'id']],
     ['a comma in a template literal default', p.template, ['t', 'id']],
+    ['a regular expression default holding , ) and /', p.regex, ['pattern', 'id']],
+    ['a nested template holding )', p.nestedTemplate, ['t', 'id']],
+    // eslint-disable-next-line no-new-func
+    ['a block comment holding a comma', new Function('a /* x, y */, b', 'return a + b') as AnyFn, ['a', 'b']],
+    ['an arrow function without parentheses', ((id: string) => id) as AnyFn, ['id']],
+    ['an async arrow function without parentheses', (new Function('return async id => id')() as AnyFn), ['id']],
   ])('%s', (_name, fn, expected) => {
     expect(parameterNames(fn)).toEqual(expected);
   });

@@ -224,6 +224,7 @@ export class LockEngine {
     let acquisition: Promise<LockHandle | null>;
     try {
       const ordered = lockOrder(keys());
+      if (ordered.length === 0) throw new LockKeyError('invalid lock keys: no key given', ordered);
       const resolved = resolveAcquireOptions(this.settings, options, ordered[0]);
       acquisition = this.acquirer.acquire({ owner: currentOwner(this.instanceId), keys: ordered, options: resolved, waiting });
     } catch (err) {

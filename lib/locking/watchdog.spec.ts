@@ -231,12 +231,24 @@ describe('Watchdog', () => {
     expect(event.at).toBeGreaterThanOrEqual(validUntil);
     const times = calls.items.map((c) => c.at);
     expect(times.length).toBeGreaterThanOrEqual(2);
-    // Each retry comes 250 ms after the failure, or at the end of the lease if that is sooner.
-    for (let i = 1; i < times.length; i++) expect(times[i]).toBeGreaterThanOrEqual(Math.min(times[i - 1] + 250, validUntil) - EARLY);
+    // Each retry comes 250 ms after the failure; none is sent when that would be at or after the lease's end.
+    for (let i = 1; i < times.length; i++) expect(times[i] - times[i - 1]).toBeGreaterThanOrEqual(250 - EARLY);
     // Never a renewal once the lease had run out.
     for (const at of times) expect(at).toBeLessThan(validUntil);
     expect(onError).toHaveBeenCalledTimes(renew.mock.calls.length);
     expect(watchdog.size).toBe(0);
+  });
+
+  it('sends no last-moment retry when a failed renewal leaves less than the retry delay of lease', async () => {
+    const { watchdog, calls, lost, onError } = setup((call) => call.reject(new Error('down')));
+    // Lease 600 ms, due now, runs out in 200 ms: a retry 250 ms after the failure would come too late.
+    const h = hold('a', 600, now() - 400);
+    watchdog.add(h);
+    const event = await lost.nth(0);
+    expect(event.reason).toBe('lease-expired');
+    await delay(50);
+    expect(calls.items).toHaveLength(1);
+    expect(onError).toHaveBeenCalledTimes(1);
   });
 
   it('declares a hold lost when its lease runs out while the renewal hangs, and keeps it lost', async () => {

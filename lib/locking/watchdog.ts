@@ -110,9 +110,10 @@ export class Watchdog {
       });
     } catch (err) {
       this.onError(err, batch);
-      // Try again soon; the lease check above still declares the hold lost if Redis stays unreachable.
+      // Try again soon; the lease check above still declares the hold lost if Redis stays unreachable. A retry that
+      // could only come at or after the lease's end is not sent: the hold expires then.
       const retryAt = performance.now() + 250;
-      for (const hold of batch) hold.nextRenewAt = Math.min(retryAt, hold.validUntil);
+      for (const hold of batch) hold.nextRenewAt = retryAt < hold.validUntil ? retryAt : Number.POSITIVE_INFINITY;
     } finally {
       this.inFlight = false;
       this.reschedule();
