@@ -27,20 +27,21 @@ interface Part {
 export function compileKeySpec(spec: LockKeySpec, params: readonly (string | null)[], method: string): KeyResolver {
   if (typeof spec === 'function') {
     return (args) => {
-      const out = spec(...args);
-      const list = Array.isArray(out) ? out : [out];
+      const out: unknown = spec(...args);
+      const list: readonly unknown[] = Array.isArray(out) ? (out as unknown[]) : [out];
       if (list.length === 0) throw new LockKeyError(`the key function on ${method} returned no key (an empty array)`, out);
       return list.map((k) => checked(k, method, 'the key function'));
     };
   }
-  const templates = typeof spec === 'string' ? [spec] : spec;
+  const templates: unknown = typeof spec === 'string' ? [spec] : spec;
   if (!Array.isArray(templates) || templates.length === 0 || templates.some((t) => typeof t !== 'string')) {
     throw new LockConfigError(
       `invalid lock key on ${method}: expected a template string, an array of them, or a function of the arguments`,
       'key',
     );
   }
-  const compiled = templates.map((t) => compileTemplate(t, params, method));
+  // Checked above: every template is a string.
+  const compiled = (templates as readonly string[]).map((t) => compileTemplate(t, params, method));
   return (args) => compiled.map((render) => render(args));
 }
 

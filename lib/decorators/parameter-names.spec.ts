@@ -217,7 +217,6 @@ describe('parameterNames with literals in defaults', () => {
     ['a comma in a template literal default', p.template, ['t', 'id']],
     ['a regular expression default holding , ) and /', p.regex, ['pattern', 'id']],
     ['a nested template holding )', p.nestedTemplate, ['t', 'id']],
-    // eslint-disable-next-line no-new-func
     ['a block comment holding a comma', new Function('a /* x, y */, b', 'return a + b') as AnyFn, ['a', 'b']],
     ['an arrow function without parentheses', ((id: string) => id) as AnyFn, ['id']],
     ['an async arrow function without parentheses', (new Function('return async id => id')() as AnyFn), ['id']],

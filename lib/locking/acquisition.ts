@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error.js';
 import { LockClosedError } from '../errors/lock-closed.error.js';
+import { LockLostError } from '../errors/lock-lost.error.js';
 import { LockUpgradeError } from '../errors/lock-upgrade.error.js';
 import type { LockRef, LockStore } from '../redis/lock-store.js';
 import type { LockHandle } from '../types/lock.types.js';
@@ -110,7 +111,7 @@ export class Acquirer {
       if (!reply.granted) {
         hold.count--;
         this.keeper.markLost(hold, 'not-in-redis');
-        throw hold.lost;
+        throw hold.lost ?? new LockLostError(hold.key, 'not-in-redis');
       }
     } catch (err) {
       if (err !== hold.lost) hold.count--;

@@ -8,7 +8,7 @@ import type { AcquireOptions, LockHandle, LockInfo, LockPing } from '../types/lo
 import { Acquirer } from './acquisition.js';
 import { HoldKeeper } from './hold-keeper.js';
 import { LockAlarm, describeHeldTooLong } from './lock-alarm.js';
-import { LockEventBus, errorText } from './lock-events.js';
+import { LockEventBus, asError, errorText } from './lock-events.js';
 import type { LockEventListener, LockEventName, LockLogger } from './lock-events.js';
 import type { LockHandleImpl } from './lock-handle.js';
 import { DEFAULT_PING_TIMEOUT_MS, resolveAcquireOptions, resolveEngineSettings } from './lock-options.js';
@@ -228,7 +228,8 @@ export class LockEngine {
       const resolved = resolveAcquireOptions(this.settings, options, ordered[0]);
       acquisition = this.acquirer.acquire({ owner: currentOwner(this.instanceId), keys: ordered, options: resolved, waiting });
     } catch (err) {
-      return Promise.reject(err);
+      // Bad keys or options: reported as a rejection, like every other failure of an acquisition.
+      return Promise.reject(asError(err));
     }
     this.inflight.add(acquisition);
     const forget = () => this.inflight.delete(acquisition);

@@ -63,7 +63,7 @@ function checkDuration(option: string, value: unknown, min: number, allowInfinit
       key,
     );
   }
-  return value as number;
+  return value;
 }
 
 /**

@@ -5,7 +5,7 @@ import { WaitSignal } from './wait-signal.js';
 /** Tracks whether `promise` has settled; read `.done` after letting microtasks run. */
 function track(promise: Promise<void>): { readonly done: boolean } {
   const state = { done: false };
-  promise.then(() => {
+  void promise.then(() => {
     state.done = true;
   });
   return state;

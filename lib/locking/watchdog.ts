@@ -90,7 +90,8 @@ export class Watchdog {
         due.push(hold);
       }
     }
-    if (due.length > 0 && !this.inFlight) this.renewNow(due, now);
+    // renewNow never rejects: a failed renewal goes to onError and is retried.
+    if (due.length > 0 && !this.inFlight) void this.renewNow(due, now);
     this.reschedule();
   }
 

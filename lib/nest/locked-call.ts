@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { defer, finalize, from, isObservable, mergeMap, throwError } from 'rxjs';
 import type { Observable } from 'rxjs';
+import { asError } from '../locking/lock-events.js';
 import type { LockHandle } from '../types/lock.types.js';
 import { LockRegistry } from './lock-registry.js';
 import type { LockRuntime } from './lock-registry.js';
@@ -59,7 +60,7 @@ export function invokeLocked(spec: LockedMethodSpec, wrapper: AnyMethod, origina
   } catch (err) {
     // The wrapper answers with a promise or an Observable: report a missing module or a bad key the same way,
     // never as a synchronous throw that escapes a caller's `.catch()`.
-    return spec.returnsObservable ? throwError(() => err) : Promise.reject(err);
+    return spec.returnsObservable ? throwError(() => err) : Promise.reject(asError(err));
   }
   const { engine } = runtime;
   if (deferred) {
@@ -105,7 +106,8 @@ export function invokeLocked(spec: LockedMethodSpec, wrapper: AnyMethod, origina
  * the method ran: rejects with the `LockLostError` for `'throw'`.
  */
 async function settle(runtime: LockRuntime, spec: LockedMethodSpec, handle: LockHandle, applyLost = true): Promise<void> {
-  const lost: unknown = handle.signal.aborted ? handle.signal.reason : undefined;
+  // The signal of a lock handle is only ever aborted with a LockLostError.
+  const lost = handle.signal.aborted ? (handle.signal.reason as Error) : undefined;
   await handle.release().catch((err: unknown) => {
     runtime.warn(`${spec.method}: releasing "${handle.key}" failed (its lease will free it): ${describe(err)}`);
   });

@@ -13,11 +13,11 @@ export interface ModuleSettings {
 }
 
 /** Defaults of the Nest-only options; the engine's are `DEFAULT_LOCK_SETTINGS`. */
-export const DEFAULT_MODULE_SETTINGS = Object.freeze({
-  onLockLost: 'warn' as OnLockLost,
-  conflictStatus: 409,
-  metrics: true as boolean | LockMetricsOptions,
-});
+export const DEFAULT_MODULE_SETTINGS: {
+  readonly onLockLost: OnLockLost;
+  readonly conflictStatus: number;
+  readonly metrics: boolean | LockMetricsOptions;
+} = Object.freeze({ onLockLost: 'warn', conflictStatus: 409, metrics: true });
 
 const ON_LOCK_LOST: readonly OnLockLost[] = ['warn', 'throw', 'ignore'];
 

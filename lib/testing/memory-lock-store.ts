@@ -48,6 +48,7 @@ import type { MemoryListener, MemoryLockState, ScriptScope } from './memory-lock
  * const world = new MemoryLockWorld();
  * const engine = createMemoryLockEngine({ world }); // a MemoryLockStore on `world` under the engine
  */
+/* eslint-disable @typescript-eslint/require-await -- async on purpose: a store rejects, never throws synchronously */
 export class MemoryLockStore implements LockStore {
   private readonly listening = new Map<string, Set<MemoryListener>>();
   private closed = false;
@@ -130,6 +131,7 @@ export class MemoryLockStore implements LockStore {
     return this.world.run(this.context.keyPrefix, lock.key, script);
   }
 }
+/* eslint-enable @typescript-eslint/require-await */
 
 /** The INSPECT script: live holders in lease order, waiters fair and non-fair alike. */
 function snapshot(key: string, s: MemoryLockState, now: number): LockInfo | null {

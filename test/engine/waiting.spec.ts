@@ -118,7 +118,7 @@ describe('waiting', () => {
     let current: LockHandle | undefined;
     // Release the moment the waiter's first attempt has failed, racing its SUBSCRIBE.
     waiter.on('contended', () => {
-      current?.release();
+      void current?.release();
     });
     for (let i = 0; i < 10; i++) {
       const key = `race${i}`; // a fresh channel each time: no subscription is already live

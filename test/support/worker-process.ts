@@ -30,7 +30,7 @@ export class WorkerProcess {
       for (const wake of [...this.waiters]) wake();
     });
     this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => resolve({ code, signal })));
-    this.exited.then(() => {
+    void this.exited.then(() => {
       for (const wake of [...this.waiters]) wake();
     });
   }
