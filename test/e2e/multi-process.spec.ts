@@ -151,6 +151,10 @@ describe(`sample app: ${INSTANCES} processes, one Redis`, () => {
     // Every lock was given back.
     const lock = (await (await fetch(`${instances[1].url}/locks/article:1`)).json()) as { held?: boolean };
     expect(lock).toEqual({ key: 'article:1', held: false });
+    // A key the library refuses is the client's mistake: 400 naming the problem, not 500.
+    const bad = await fetch(`${instances[1].url}/locks/%7Dx`);
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { message: string }).message).toContain("cannot start with '}'");
   }, 30_000);
 
   it(`loses updates without the lock: ${REQUESTS} concurrent POST /articles/2/unsafe-likes end below ${REQUESTS}`, async () => {
