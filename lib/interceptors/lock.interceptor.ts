@@ -23,11 +23,14 @@ export class LockInterceptor implements NestInterceptor {
     const mapper = context.getType() === 'http' ? runtime.settings.httpErrorMapper : undefined;
     return new Observable<unknown>((subscriber) => {
       const deferred: DeferredRelease = { target: handler, runtime, taken: false, handle: undefined };
-      const inner = runWithDeferredRelease(deferred, () =>
-        next
-          .handle()
-          .pipe(catchError((err: unknown) => throwError(() => (mapper ? mapper.map(err, context) : err))))
-          .subscribe(subscriber),
+      // One owner for the whole response: work the returned Observable does later re-enters the handler's lock.
+      const inner = runtime.engine.runInOwnerScope(() =>
+        runWithDeferredRelease(deferred, () =>
+          next
+            .handle()
+            .pipe(catchError((err: unknown) => throwError(() => (mapper ? mapper.map(err, context) : err))))
+            .subscribe(subscriber),
+        ),
       );
       return () => {
         inner.unsubscribe();

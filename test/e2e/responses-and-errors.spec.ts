@@ -3,9 +3,10 @@ import { Body, Controller, Get, HttpException, NotFoundException, Param, Post, Q
 import type { MessageEvent } from '@nestjs/common';
 import { get } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Observable, interval, map, mergeMap, throwError, timer } from 'rxjs';
+import { Observable, from, interval, map, mergeMap, throwError, timer } from 'rxjs';
 import request from 'supertest';
 import { WriteLocked } from '../../lib/decorators/write-locked.decorator.js';
+import { LockService } from '../../lib/nest/lock.service.js';
 import { lockKeysLeft, waitUntilFree } from '../support/nest-app.js';
 import type { LockTestApp } from '../support/nest-app.js';
 import { LockTestKit, commandStats, scriptCalls, sleep, until } from '../support/lock-test-kit.js';
@@ -14,6 +15,8 @@ const calls = { handler: 0 };
 
 @Controller('docs')
 class DocsController {
+  constructor(private readonly locks: LockService) {}
+
   @Post()
   @WriteLocked('doc:<dto.id>')
   create(@Body() dto: { id?: unknown }) {
@@ -53,6 +56,13 @@ class DocsController {
   @WriteLocked('doc:<id>')
   laterFails(@Param('id') id: string) {
     return timer(300).pipe(mergeMap(() => throwError(() => new HttpException(`document ${id} went away`, 410))));
+  }
+
+  /** The Observable's own work takes the same lock again: it runs as the handler's owner, so it re-enters. */
+  @Get(':id/nested')
+  @WriteLocked('doc:<id>', { waitTimeoutMs: 300 })
+  nested(@Param('id') id: string) {
+    return timer(20).pipe(mergeMap(() => from(this.locks.withLock(`doc:${id}`, (lock) => ({ id, reentrant: lock.reentrant }), { waitTimeoutMs: 300 }))));
   }
 
   /** An endless server-sent event stream: the lock lasts until the client goes away. */
@@ -153,6 +163,13 @@ describe('decorated handlers: bad keys, handler errors, Observable responses', (
     expect(r.status).toBe(410);
     expect(r.body.message).toBe('document 10 went away');
     await waitUntilFree(t.locks, 'doc:10');
+  });
+
+  it('lets the work of an Observable response re-enter the handler’s lock (same owner)', async () => {
+    const r = await request(t.http).get('/docs/12/nested');
+    expect(r.status).toBe(200);
+    expect(r.body).toEqual({ id: '12', reentrant: true });
+    await waitUntilFree(t.locks, 'doc:12');
   });
 
   it('holds the lock for a server-sent event stream until the client disconnects', async () => {
