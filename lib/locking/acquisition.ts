@@ -5,7 +5,7 @@ import { LockLostError } from '../errors/lock-lost.error.js';
 import { LockUpgradeError } from '../errors/lock-upgrade.error.js';
 import type { LockRef, LockStore } from '../redis/lock-store.js';
 import type { LockHandle } from '../types/lock.types.js';
-import { Hold } from './hold.js';
+import { Hold, laneOf } from './hold.js';
 import type { HoldKeeper } from './hold-keeper.js';
 import { errorText } from './lock-events.js';
 import type { LockEventBus, LockLogger } from './lock-events.js';
@@ -83,7 +83,7 @@ export class Acquirer {
     const ownerKey = `${this.instanceId}|${lock.key}`;
     // Parallel branches of one owner context: the first acquisition (or a release in flight) finishes, then the
     // next one re-enters or starts afresh.
-    return owner.oneAtATime(`${options.mode}:${ownerKey}`, async () => {
+    return owner.oneAtATime(laneOf(options.mode, ownerKey), async () => {
       const existing = owner.hold(ownerKey, options.mode);
       if (existing) return { hold: await this.reenter(existing, options, start), reentrant: true };
       if (options.mode === 'write' && owner.hold(ownerKey, 'read')) throw new LockUpgradeError(lock.key);

@@ -3,6 +3,14 @@ import type { LockLostError } from '../errors/lock-lost.error.js';
 import type { LockRef } from '../redis/lock-store.js';
 import type { LockMode } from '../types/lock.types.js';
 
+/**
+ * The lane of an owner's commands on one lock in one mode: acquisitions and releases on one lane run one at a time
+ * (see `LockOwner.oneAtATime`).
+ */
+export function laneOf(mode: LockMode, ownerKey: string): string {
+  return `${mode}:${ownerKey}`;
+}
+
 /** What a hold needs of its owner context (implemented by `LockOwner`). */
 export interface HoldOwner {
   /** Readable, non-secret owner id. */
@@ -56,7 +64,7 @@ export class Hold {
 
   /** The lane of this hold's commands: one command of an owner per key and mode at a time. */
   get lane(): string {
-    return `${this.mode}:${this.ownerKey}`;
+    return laneOf(this.mode, this.ownerKey);
   }
 
   /** Aborted with the `LockLostError` when this hold is lost. */
