@@ -8,7 +8,7 @@ import { join } from 'node:path';
 
 const INSTALL_HINT =
   'redis-server was not found: install it with `sudo apt-get install -y redis-server` (Debian/Ubuntu) ' +
-  'or `brew install redis` (macOS), or point REDIS_URL at a running Redis 6.2+';
+  'or `brew install redis` (macOS), or point REDIS_URL at a running Redis 7.0+';
 
 /** The path of redis-server, or null when it is not installed. */
 export function findRedisServer() {
