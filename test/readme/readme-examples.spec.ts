@@ -33,7 +33,11 @@ describe('README examples', () => {
       noEmit: true,
       noUnusedLocals: false,
       noUnusedParameters: false,
-      paths: { 'nest-redis-locks': [join(root, 'lib', 'index.ts')], 'nest-redis-locks/health': [join(root, 'lib', 'health', 'index.ts')] },
+      paths: {
+        'nest-redis-locks': [join(root, 'lib', 'index.ts')],
+        'nest-redis-locks/health': [join(root, 'lib', 'health', 'index.ts')],
+        'nest-redis-locks/testing': [join(root, 'lib', 'testing', 'index.ts')],
+      },
     });
     const diagnostics = ts.getPreEmitDiagnostics(program).map((d) => {
       const where = d.file ? `${d.file.fileName}:${d.file.getLineAndCharacterOfPosition(d.start ?? 0).line + 1}` : '';
