@@ -45,5 +45,6 @@ export {
   LockKeyError,
   LockConfigError,
   LockClosedError,
+  LockUnavailableError,
 } from './errors/index.js';
-export type { LockLostReason } from './errors/index.js';
+export type { LockLostReason, LockUnavailableReason, LockOperation } from './errors/index.js';

@@ -2,15 +2,19 @@ import { performance } from 'node:perf_hooks';
 import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error.js';
 import { LockClosedError } from '../errors/lock-closed.error.js';
 import { LockLostError } from '../errors/lock-lost.error.js';
+import { LockUnavailableError } from '../errors/lock-unavailable.error.js';
 import { LockUpgradeError } from '../errors/lock-upgrade.error.js';
-import type { LockRef, LockStore } from '../redis/lock-store.js';
+import type { AcquireCall, AcquireReply, LockRef, LockStore } from '../redis/lock-store.js';
 import type { LockHandle } from '../types/lock.types.js';
 import { Hold, laneOf } from './hold.js';
 import type { HoldKeeper } from './hold-keeper.js';
+import type { Leftovers } from './leftovers.js';
 import { errorText } from './lock-events.js';
 import type { LockEventBus, LockLogger } from './lock-events.js';
 import { LockHandleImpl } from './lock-handle.js';
 import type { ResolvedAcquireOptions } from './lock-options.js';
+import { settlesBy } from './deadlines.js';
+import type { LaneWaitLimit } from './deadlines.js';
 import type { LockOwner } from './owner-context.js';
 import type { Wait, WaitingRoom } from './waiting.js';
 
@@ -22,6 +26,8 @@ export interface AcquireRequest {
   readonly options: ResolvedAcquireOptions;
   /** `false` for `tryAcquire`: one attempt, no registration as a waiter. */
   readonly waiting: boolean;
+  /** performance.now() by which the call must settle: `waitTimeoutMs` (if waiting) plus `commandTimeoutMs`. */
+  readonly settleBy: number;
 }
 
 /** What one key's acquisition gave. */
@@ -44,6 +50,8 @@ export class Acquirer {
     private readonly instanceId: string,
     /** Whether the engine is shutting down: new holds are refused then. */
     private readonly closing: () => boolean,
+    private readonly leftovers: Leftovers,
+    private readonly commandTimeoutMs: number,
   ) {}
 
   /** The handle, or `null` when `tryAcquire` found a key taken. */
@@ -83,31 +91,58 @@ export class Acquirer {
     const ownerKey = `${this.instanceId}|${lock.key}`;
     // Parallel branches of one owner context: the first acquisition (or a release in flight) finishes, then the
     // next one re-enters or starts afresh.
-    return owner.oneAtATime(laneOf(options.mode, ownerKey), async () => {
-      const existing = owner.hold(ownerKey, options.mode);
-      if (existing) return { hold: await this.reenter(existing, options, start), reentrant: true };
-      if (options.mode === 'write' && owner.hold(ownerKey, 'read')) throw new LockUpgradeError(lock.key);
-      const hold = await this.acquireFresh(request, lock, ownerKey, start);
-      return hold ? { hold, reentrant: false } : null;
-    });
+    const lane = laneOf(options.mode, ownerKey);
+    return owner.oneAtATime(
+      lane,
+      async () => {
+        const existing = owner.hold(ownerKey, options.mode);
+        if (existing) return { hold: await this.reenter(existing, options, start), reentrant: true };
+        if (options.mode === 'write' && owner.hold(ownerKey, 'read')) throw new LockUpgradeError(lock.key);
+        const hold = await this.acquireFresh(request, lock, ownerKey, lane, start);
+        return hold ? { hold, reentrant: false } : null;
+      },
+      this.laneLimit(lock.key, request.settleBy),
+    );
+  }
+
+  /** How long an acquisition may wait for its lane: the clean-up of an earlier command with its token runs there. */
+  private laneLimit(key: string, until: number): LaneWaitLimit {
+    return {
+      until,
+      error: () =>
+        new LockUnavailableError({
+          key,
+          operation: 'acquire',
+          reason: 'timeout',
+          detail: 'an earlier command of this owner on this lock is still unanswered by Redis',
+        }),
+    };
   }
 
   private async reenter(hold: Hold, options: ResolvedAcquireOptions, start: number): Promise<Hold> {
     if (hold.lost) throw hold.lost;
     hold.count++;
+    const call: AcquireCall = {
+      lock: hold.lock,
+      mode: hold.mode,
+      token: hold.token,
+      leaseMs: options.leaseMs,
+      seq: hold.owner.nextSeq(),
+      ownerId: hold.owner.id,
+      downgradeToken: '',
+      waiterId: '',
+      reentry: true,
+      fair: false,
+    };
     try {
-      const reply = await this.store.acquire({
-        lock: hold.lock,
-        mode: hold.mode,
-        token: hold.token,
-        leaseMs: options.leaseMs,
-        seq: hold.owner.nextSeq(),
-        ownerId: hold.owner.id,
-        downgradeToken: '',
-        waiterId: '',
-        reentry: true,
-        fair: false,
-      });
+      let reply: AcquireReply;
+      try {
+        reply = await this.store.acquire(call);
+      } catch (err) {
+        // A level may be added in Redis after all: once known, it is released again.
+        this.leftovers.undoAcquire({ owner: hold.owner, lane: hold.lane, lock: hold.lock, token: hold.token, leaseMs: hold.leaseMs }, call, err);
+        throw err;
+      }
       if (!reply.granted) {
         hold.count--;
         this.keeper.markLost(hold, 'not-in-redis');
@@ -129,7 +164,7 @@ export class Acquirer {
     return hold;
   }
 
-  private async acquireFresh(request: AcquireRequest, lock: LockRef, ownerKey: string, start: number): Promise<Hold | null> {
+  private async acquireFresh(request: AcquireRequest, lock: LockRef, ownerKey: string, lane: string, start: number): Promise<Hold | null> {
     const { owner, options, waiting } = request;
     const { mode } = options;
     const deadline = waiting ? start + options.waitTimeoutMs : start;
@@ -147,7 +182,7 @@ export class Acquirer {
         if (this.closing()) throw new LockClosedError(lock.key);
         wait?.rearm();
         const sentAt = performance.now();
-        const reply = await this.store.acquire({
+        const call: AcquireCall = {
           lock,
           mode,
           token,
@@ -158,7 +193,15 @@ export class Acquirer {
           waiterId,
           reentry: false,
           fair: options.fair,
-        });
+        };
+        let reply: AcquireReply;
+        try {
+          reply = await this.store.acquire(call);
+        } catch (err) {
+          // The attempt may land in Redis after all (or have landed before the connection failed): undo it.
+          this.leftovers.undoAcquire({ owner, lane, lock, token, leaseMs: options.leaseMs }, call, err);
+          throw err;
+        }
         if (reply.granted) {
           granted = true;
           const hold = new Hold(owner, ownerKey, lock, mode, token, reply.fencingToken, options.leaseMs, options.autoExtend, sentAt);
@@ -182,7 +225,8 @@ export class Acquirer {
         if (!wait) {
           // Listen, then try again at once: a release between the attempt above and the subscription is not lost.
           wait = this.room.enter(lock, mode, waiterId, owner.id, start);
-          await wait.ready();
+          // Bounded: without a confirmed subscription the waiter still retries when the blocking leases can have run out.
+          await settlesBy(wait.ready(), performance.now() + Math.min(remaining, this.commandTimeoutMs));
           continue;
         }
         // Sleep until woken, until the blocking leases can have run out, or until the deadline.

@@ -1,33 +1,41 @@
 import { performance } from 'node:perf_hooks';
 import { LockLostError } from '../errors/lock-lost.error.js';
 import type { LockLostReason } from '../errors/lock-lost.error.js';
+import { LockUnavailableError } from '../errors/lock-unavailable.error.js';
 import type { LockStore } from '../redis/lock-store.js';
 import type { Hold } from './hold.js';
+import type { LeftoverHold, Leftovers } from './leftovers.js';
 import { errorText } from './lock-events.js';
 import type { LockEventBus, LockLogger } from './lock-events.js';
 import type { HoldReleaser } from './lock-handle.js';
+import type { LaneWaitLimit } from './deadlines.js';
+import { TroubleLog } from './trouble-log.js';
 import { Watchdog } from './watchdog.js';
 
 /**
  * The holds of one engine after they were granted: releases, extensions, renewal by the watchdog, and loss. A
- * hold leaves it when its last level is released, when it is lost, or at shutdown.
+ * hold leaves it when its last release is done, when it is lost, or at shutdown.
  */
 export class HoldKeeper implements HoldReleaser {
   private readonly watchdog: Watchdog;
+  private readonly trouble: TroubleLog;
 
   constructor(
     private readonly store: LockStore,
     private readonly events: LockEventBus,
     private readonly logger: LockLogger,
+    private readonly leftovers: Leftovers,
+    private readonly commandTimeoutMs: number,
   ) {
-    this.watchdog = new Watchdog(
-      (holds) => this.store.renew(holds),
-      (hold, reason) => this.markLost(hold, reason),
-      (err, holds) => this.logger.warn(`lease renewal of ${holds.length} lock(s) failed, retrying: ${errorText(err)}`),
-    );
+    this.trouble = new TroubleLog(logger, () => this.size);
+    this.watchdog = new Watchdog((holds) => this.store.renew(holds), {
+      lost: (hold, reason) => this.markLost(hold, reason),
+      renewalFailed: (err, holds) => this.trouble.renewalFailed(err, holds.length),
+      behind: (late, sent, leftMs) => this.trouble.behind(late, sent, leftMs),
+    });
   }
 
-  /** Number of holds kept (and renewed). */
+  /** Number of holds kept (and renewed), releases in flight included. */
   get size(): number {
     return this.watchdog.size;
   }
@@ -39,24 +47,63 @@ export class HoldKeeper implements HoldReleaser {
 
   /** Starts keeping a newly granted hold. */
   track(hold: Hold): void {
+    hold.onDeadline = (h) => this.markLost(h, 'lease-expired');
     this.watchdog.add(hold);
   }
 
-  /** Releases one level of `hold`. `true` when the store released it; `false` if it was no longer held. */
+  /**
+   * Releases one level of `hold`. `true` when the store released it; `false` if it was no longer held. Until the last release is answered, the watchdog keeps renewing the hold (a release stuck
+   * behind a slow connection must not let the lease run out and be reported lost). A release that fails is
+   * retried in the background (see `Leftovers`) and rejects with `LockUnavailableError`.
+   */
   async releaseHold(hold: Hold): Promise<boolean> {
     if (hold.ended) return false;
+    hold.checkDeadline();
     hold.count--;
-    const last = hold.count <= 0;
-    if (last) this.end(hold);
-    if (hold.lost) return false;
     const { owner } = hold;
-    const reply = await owner.oneAtATime(hold.lane, () => this.store.release(hold.lock, hold.token, owner.nextSeq()));
-    if (reply === 'not-held') {
-      this.markLost(hold, 'not-in-redis');
+    const limit = this.laneLimit(hold);
+    if (hold.count > 0) {
+      if (hold.lost) return false;
+      const seq = owner.nextSeq();
+      const reply = await owner
+        .oneAtATime(hold.lane, () => this.store.release(hold.lock, hold.token, seq), limit)
+        .catch((err: unknown) => {
+          this.leftovers.retryRelease(this.target(hold), seq);
+          throw err;
+        });
+      if (reply === 'not-held') {
+        this.markLost(hold, 'not-in-redis');
+        return false;
+      }
+      return true;
+    }
+    hold.ended = true;
+    owner.forget(hold);
+    if (hold.lost) {
+      this.watchdog.remove(hold);
+      // Free whatever of it Redis still has, unless a newer hold of this owner uses the same token now.
+      if (!hold.freed && !owner.hold(hold.ownerKey, hold.mode)) {
+        hold.freed = true;
+        await owner.oneAtATime(hold.lane, () => this.store.release(hold.lock, hold.token, undefined), limit).catch(() => this.free(hold));
+      }
       return false;
     }
-    if (last) this.events.emit('released', { key: hold.key, mode: hold.mode, owner: owner.id, heldMs: performance.now() - hold.acquiredAt });
-    return true;
+    const seq = owner.nextSeq();
+    try {
+      const reply = await owner.oneAtATime(hold.lane, () => this.store.release(hold.lock, hold.token, seq), limit);
+      if (reply === 'not-held') {
+        this.markLost(hold, 'not-in-redis');
+        return false;
+      }
+      this.events.emit('released', { key: hold.key, mode: hold.mode, owner: owner.id, heldMs: performance.now() - hold.acquiredAt });
+      return true;
+    } catch (err) {
+      // Unknown outcome: the same release is re-sent until Redis answers (it is applied once).
+      this.leftovers.retryRelease(this.target(hold), seq);
+      throw err;
+    } finally {
+      this.watchdog.remove(hold);
+    }
   }
 
   /** Makes `hold`'s lease run `ms` from now. `false` if the store no longer has the hold. */
@@ -71,14 +118,20 @@ export class HoldKeeper implements HoldReleaser {
     return true;
   }
 
-  /** Declares `hold` lost: aborts its signal, stops renewing it, logs and emits `lost`. Once per hold. */
+  /**
+   * Declares `hold` lost: aborts its signal, stops renewing it, logs (one line for a storm of losses) and emits
+   * `lost`. Once per hold. A hold lost because its lease could not be confirmed is freed in Redis by token right
+   * away: its holder was told, so it must not keep the key blocked for the rest of a lease.
+   */
   markLost(hold: Hold, reason: LockLostReason, cause?: unknown): void {
     if (hold.lost) return;
     const error = new LockLostError(hold.key, reason, cause);
     hold.markLost(error);
     hold.owner.forget(hold);
     this.watchdog.remove(hold);
-    this.logger.warn(error.message);
+    if (reason === 'not-in-redis') hold.freed = true;
+    else if (!hold.ended) this.free(hold);
+    this.trouble.lost(error);
     this.events.emit('lost', { key: hold.key, mode: hold.mode, owner: hold.owner.id, heldMs: performance.now() - hold.acquiredAt, error });
   }
 
@@ -94,23 +147,53 @@ export class HoldKeeper implements HoldReleaser {
 
   /** Shutdown: stops renewing and releases every hold still kept, all levels at once. Never rejects. */
   async releaseAll(): Promise<void> {
-    const holds = this.watchdog.list();
+    const holds = this.watchdog.list().filter((hold) => !hold.ended);
     this.watchdog.stop();
+    let failed = 0;
+    let lastError: unknown;
     await Promise.all(
       holds.map(async (hold) => {
         hold.ended = true;
         try {
           await this.store.release(hold.lock, hold.token, undefined);
         } catch (err) {
-          this.logger.warn(`could not release "${hold.key}" on shutdown (its lease will free it): ${errorText(err)}`);
+          failed++;
+          lastError = err;
         }
       }),
     );
+    if (failed > 0) {
+      this.logger.warn(`could not release ${failed} lock(s) on shutdown (their leases will free them): ${errorText(lastError)}`);
+    }
   }
 
   private end(hold: Hold): void {
     hold.ended = true;
     hold.owner.forget(hold);
     this.watchdog.remove(hold);
+  }
+
+  /** Frees `hold` by token in the background, on its lane. */
+  private free(hold: Hold): void {
+    hold.freed = true;
+    this.leftovers.free(this.target(hold));
+  }
+
+  private target(hold: Hold): LeftoverHold {
+    return { owner: hold.owner, lane: hold.lane, lock: hold.lock, token: hold.token, leaseMs: hold.leaseMs };
+  }
+
+  /** A release waits for its lane (a clean-up of an earlier command on it) no longer than one command timeout. */
+  private laneLimit(hold: Hold): LaneWaitLimit {
+    return {
+      until: performance.now() + this.commandTimeoutMs,
+      error: () =>
+        new LockUnavailableError({
+          key: hold.key,
+          operation: 'release',
+          reason: 'timeout',
+          detail: 'an earlier command of this owner on this lock is still unanswered by Redis',
+        }),
+    };
   }
 }

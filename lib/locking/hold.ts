@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import type { LockLostError } from '../errors/lock-lost.error.js';
 import type { LockRef } from '../redis/lock-store.js';
 import type { LockMode } from '../types/lock.types.js';
+import type { LaneWaitLimit } from './deadlines.js';
 
 /**
  * The lane of an owner's commands on one lock in one mode: acquisitions and releases on one lane run one at a time
@@ -18,9 +19,51 @@ export interface HoldOwner {
   /** Next operation number of this owner's commands (see `LockOwner.nextSeq`). */
   nextSeq(): number;
   /** Runs `op` once no other command of this owner on `lane` is in flight (see `LockOwner.oneAtATime`). */
-  oneAtATime<T>(lane: string, op: () => Promise<T>): Promise<T>;
+  oneAtATime<T>(lane: string, op: () => Promise<T>, waitLimit?: LaneWaitLimit): Promise<T>;
+  /** Keeps `lane` busy until `task` settles (see `LockOwner.occupy`). */
+  occupy(lane: string, task: Promise<unknown>): void;
   /** Forgets `hold` if it is still the owner's current hold of its key and mode. */
   forget(hold: Hold): void;
+  /** The owner's current hold on `ownerKey` in `mode`, if any. */
+  hold(ownerKey: string, mode: LockMode): Hold | undefined;
+}
+
+// The prototype's own getters, called on a signal whose instance properties `checkedOnRead` replaced.
+const prototypeGetter = (name: 'aborted' | 'reason'): ((this: AbortSignal) => unknown) =>
+  (Object.getOwnPropertyDescriptor(AbortSignal.prototype, name) as { get: (this: AbortSignal) => unknown }).get;
+const abortedOf = prototypeGetter('aborted') as (this: AbortSignal) => boolean;
+const reasonOf = prototypeGetter('reason');
+
+/**
+ * Makes `signal` check `beforeRead` whenever it is read (`aborted`, `reason`, `throwIfAborted()`), so a deadline
+ * that passed while no timer could run (a paused process, a blocked event loop) aborts it at the moment it is read,
+ * not when the watchdog's timer next fires.
+ */
+export function checkedOnRead(signal: AbortSignal, beforeRead: () => void): AbortSignal {
+  Object.defineProperties(signal, {
+    aborted: {
+      configurable: true,
+      get(this: AbortSignal) {
+        beforeRead();
+        return abortedOf.call(this);
+      },
+    },
+    reason: {
+      configurable: true,
+      get(this: AbortSignal) {
+        beforeRead();
+        return reasonOf.call(this);
+      },
+    },
+    throwIfAborted: {
+      configurable: true,
+      value(this: AbortSignal) {
+        beforeRead();
+        AbortSignal.prototype.throwIfAborted.call(this);
+      },
+    },
+  });
+  return signal;
 }
 
 /**
@@ -30,10 +73,14 @@ export interface HoldOwner {
 export class Hold {
   /** Reentrant levels still held locally. */
   count = 1;
-  /** Set when the hold ended by release. */
+  /** Set when the hold ended by release (its last release may still be on its way to the store). */
   ended = false;
   /** Set when the hold was lost while held. */
   lost: LockLostError | undefined;
+  /** Its token's hold was (or is being) freed in the store after a loss or a failed release. */
+  freed = false;
+  /** A renewal of this hold is in flight. */
+  renewing = false;
   /** Created on first use of `signal`: most holds end without anyone looking at it. */
   private controller: AbortController | undefined;
   readonly acquiredAt = performance.now();
@@ -41,6 +88,8 @@ export class Hold {
   validUntil: number;
   /** Local time of the next watchdog renewal. */
   nextRenewAt: number;
+  /** Called when a read finds the local lease deadline passed (set by the keeper: declares the hold lost). */
+  onDeadline: ((hold: Hold) => void) | undefined;
 
   constructor(
     readonly owner: HoldOwner,
@@ -67,10 +116,14 @@ export class Hold {
     return laneOf(this.mode, this.ownerKey);
   }
 
-  /** Aborted with the `LockLostError` when this hold is lost. */
+  /** Aborted with the `LockLostError` when this hold is lost, or when read after the local lease deadline. */
   get signal(): AbortSignal {
-    this.controller ??= new AbortController();
-    if (this.lost && !this.controller.signal.aborted) this.controller.abort(this.lost);
+    this.checkDeadline();
+    if (!this.controller) {
+      this.controller = new AbortController();
+      checkedOnRead(this.controller.signal, () => this.checkDeadline());
+    }
+    if (this.lost && !abortedOf.call(this.controller.signal)) this.controller.abort(this.lost);
     return this.controller.signal;
   }
 
@@ -80,8 +133,18 @@ export class Hold {
     this.controller?.abort(error);
   }
 
-  /** Holding: not ended, not lost. */
+  /**
+   * Declares the hold lost when the local lease deadline (counted from the last confirmed renewal) has passed,
+   * whether or not a timer could run since: the store may have let the lease run out.
+   */
+  checkDeadline(now = performance.now()): void {
+    if (this.lost || this.ended || now < this.validUntil) return;
+    this.onDeadline?.(this);
+  }
+
+  /** Holding: not ended, not lost, and its lease deadline not passed. */
   get active(): boolean {
+    this.checkDeadline();
     return !this.ended && !this.lost;
   }
 }

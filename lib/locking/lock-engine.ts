@@ -1,12 +1,17 @@
 import { hostname } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { LockClosedError } from '../errors/lock-closed.error.js';
 import { LockKeyError } from '../errors/lock-key.error.js';
+import { LockUnavailableError } from '../errors/lock-unavailable.error.js';
+import { BoundedLockStore } from '../redis/bounded-lock-store.js';
 import type { RedisConnectionInput } from '../redis/connection.js';
 import { validateLockKey } from '../redis/key-layout.js';
-import type { LockStore, LockStoreFactory } from '../redis/lock-store.js';
+import type { ConnectionStateChange, LockStore, LockStoreFactory } from '../redis/lock-store.js';
 import { RedisLockStore } from '../redis/redis-lock-store.js';
 import type { AcquireOptions, LockHandle, LockInfo, LockPing } from '../types/lock.types.js';
 import { Acquirer } from './acquisition.js';
 import { HoldKeeper } from './hold-keeper.js';
+import { Leftovers } from './leftovers.js';
 import { LockAlarm, describeHeldTooLong } from './lock-alarm.js';
 import { LockEventBus, asError, errorText } from './lock-events.js';
 import type { LockEventListener, LockEventName, LockLogger } from './lock-events.js';
@@ -29,6 +34,8 @@ export type ModeFixedOptions = Omit<AcquireOptions, 'mode'>;
 
 /** How long an idle wake-up subscription is kept, in milliseconds. */
 const SUBSCRIPTION_LINGER_MS = 1_000;
+/** Slack on top of the documented bound of a call before the engine itself settles it, in milliseconds. */
+const BOUND_MARGIN_MS = 50;
 
 const consoleLogger: LockLogger = {
   warn: (m) => console.warn(`[nest-redis-locks] ${m}`),
@@ -55,6 +62,7 @@ export class LockEngine {
   private readonly keeper: HoldKeeper;
   private readonly room: WaitingRoom;
   private readonly acquirer: Acquirer;
+  private readonly leftovers: Leftovers;
   private readonly alarm: LockAlarm;
   private readonly inflight = new Set<Promise<unknown>>();
   private closed = false;
@@ -74,12 +82,26 @@ export class LockEngine {
       keyPrefix: this.settings.keyPrefix,
       identity,
       subscriptionLingerMs: SUBSCRIPTION_LINGER_MS,
+      commandTimeoutMs: this.settings.commandTimeoutMs,
       onConnectionError: (err: unknown) => this.logger.warn(`Redis error: ${errorText(err)}`),
+      onConnectionState: (change: ConnectionStateChange) => this.connectionChanged(change),
     };
-    this.store = store ? store(context) : new RedisLockStore(options.redis, context);
-    this.keeper = new HoldKeeper(this.store, this.events, this.logger);
+    const inner = store ? store(context) : new RedisLockStore(options.redis, context);
+    this.store = new BoundedLockStore(inner, this.settings.commandTimeoutMs);
+    this.leftovers = new Leftovers(this.store, this.logger);
+    this.keeper = new HoldKeeper(this.store, this.events, this.logger, this.leftovers, this.settings.commandTimeoutMs);
     this.room = new WaitingRoom(this.store, this.instanceId);
-    this.acquirer = new Acquirer(this.store, this.keeper, this.room, this.events, this.logger, this.instanceId, () => this.closing);
+    this.acquirer = new Acquirer(
+      this.store,
+      this.keeper,
+      this.room,
+      this.events,
+      this.logger,
+      this.instanceId,
+      () => this.closing,
+      this.leftovers,
+      this.settings.commandTimeoutMs,
+    );
     this.alarm = new LockAlarm(this.settings, identity, this.keeper, this.room, (key) => this.inspect(key), (event) => {
       this.logger.warn(describeHeldTooLong(event));
       this.events.emit('held-too-long', event);
@@ -168,26 +190,38 @@ export class LockEngine {
    * Releases the hold that `token` has on `key`, from any process: every reentrant level at once.
    * Resolves `false` when that token holds nothing there.
    * @throws {LockKeyError} for an invalid key or token.
+   * @throws {LockUnavailableError} when Redis cannot be reached or does not answer within `commandTimeoutMs`.
    */
   async release(key: string, token: string): Promise<boolean> {
     const lock = this.store.lock(validateLockKey(key));
     if (typeof token !== 'string' || token.length === 0) {
       throw new LockKeyError(`invalid token for "${key}": expected the non-empty token of a LockHandle`, token, key);
     }
+    this.throwIfClosed(key);
     this.keeper.endByToken(key, token);
     return (await this.store.release(lock, token, undefined)) === 'ended';
   }
 
-  /** Frees `key` whoever holds it; holders find out at their next renewal. Resolves `true` if it was held. */
+  /**
+   * Frees `key` whoever holds it; holders find out at their next renewal. Resolves `true` if it was held.
+   * @throws {LockUnavailableError} when Redis cannot be reached or does not answer within `commandTimeoutMs`.
+   */
   async forceRelease(key: string): Promise<boolean> {
-    const held = await this.store.forceRelease(this.store.lock(validateLockKey(key)));
+    const lock = this.store.lock(validateLockKey(key));
+    this.throwIfClosed(key);
+    const held = await this.store.forceRelease(lock);
     this.keeper.loseAll(key);
     return held;
   }
 
-  /** Who holds `key` and who waits, from Redis; `null` when nobody holds it. An invalid key rejects (never throws). */
+  /**
+   * Who holds `key` and who waits, from Redis; `null` when nobody holds it. An invalid key rejects (never throws).
+   * @throws {LockUnavailableError} when Redis cannot be reached or does not answer within `commandTimeoutMs`.
+   */
   async inspect(key: string): Promise<LockInfo | null> {
-    return this.store.inspect(this.store.lock(validateLockKey(key)));
+    const lock = this.store.lock(validateLockKey(key));
+    this.throwIfClosed(key);
+    return this.store.inspect(lock);
   }
 
   /** Round trip to Redis on the command and the wake-up connections, each bounded by `timeoutMs`. Never rejects. */
@@ -208,7 +242,8 @@ export class LockEngine {
 
   /**
    * Stops the engine: pending acquisitions reject with `LockClosedError`, the watchdog stops, every hold of
-   * this process is released in Redis, and the connections the engine opened are closed.
+   * this process is released in Redis, and the connections the engine opened are closed. Bounded: with Redis
+   * unreachable it gives up on each round trip after `commandTimeoutMs` (the leases free what it could not).
    */
   async close(): Promise<void> {
     if (this.closed) return;
@@ -216,17 +251,43 @@ export class LockEngine {
     this.beginShutdown();
     await Promise.allSettled([...this.inflight]);
     await this.keeper.releaseAll();
+    await this.leftovers.settle(performance.now() + this.settings.commandTimeoutMs);
+    this.leftovers.stop();
     await this.store.close();
+  }
+
+  private throwIfClosed(key: string): void {
+    if (this.closed) throw new LockClosedError(key);
+  }
+
+  /** One line when a connection drops, one when it is back; waiters retry at once then (a wake-up may be lost). */
+  private connectionChanged(change: ConnectionStateChange): void {
+    if (change.state === 'lost') {
+      this.logger.warn(
+        `Redis ${change.connection} connection lost: ${errorText(change.error)}; reconnecting (further errors are not logged until it is back)`,
+      );
+      return;
+    }
+    const message = `Redis ${change.connection} connection restored after ${Math.round(change.downMs ?? 0)} ms`;
+    if (this.logger.log) this.logger.log(message);
+    else this.logger.warn(message);
+    if (change.connection === 'subscriber') this.room.wakeAll();
   }
 
   /** Checks keys and options (rejecting, never throwing), then acquires; tracked so `close` can wait for it. */
   private run(keys: () => readonly string[], options: AcquireOptions | undefined, waiting: boolean): Promise<LockHandle | null> {
     let acquisition: Promise<LockHandle | null>;
+    let boundMs: number;
+    let first: string;
     try {
       const ordered = lockOrder(keys());
       if (ordered.length === 0) throw new LockKeyError('invalid lock keys: no key given', ordered);
-      const resolved = resolveAcquireOptions(this.settings, options, ordered[0]);
-      acquisition = this.acquirer.acquire({ owner: currentOwner(this.instanceId), keys: ordered, options: resolved, waiting });
+      first = ordered[0];
+      const resolved = resolveAcquireOptions(this.settings, options, first);
+      if (this.closed) throw new LockClosedError(first);
+      boundMs = (waiting ? resolved.waitTimeoutMs : 0) + this.settings.commandTimeoutMs;
+      const settleBy = performance.now() + boundMs;
+      acquisition = this.acquirer.acquire({ owner: currentOwner(this.instanceId), keys: ordered, options: resolved, waiting, settleBy });
     } catch (err) {
       // Bad keys or options: reported as a rejection, like every other failure of an acquisition.
       return Promise.reject(asError(err));
@@ -234,7 +295,39 @@ export class LockEngine {
     this.inflight.add(acquisition);
     const forget = () => this.inflight.delete(acquisition);
     acquisition.then(forget, forget);
-    return acquisition;
+    return boundMs === Number.POSITIVE_INFINITY ? acquisition : this.settleWithin(acquisition, boundMs + BOUND_MARGIN_MS, first);
+  }
+
+  /**
+   * `acquisition`, or a `LockUnavailableError` once `ms` passed: the engine's own guarantee that a call settles
+   * in time, whatever path inside it was slow. A handle granted after that is released at once.
+   */
+  private settleWithin(acquisition: Promise<LockHandle | null>, ms: number, key: string): Promise<LockHandle | null> {
+    return new Promise((resolve, reject) => {
+      let late = false;
+      const timer = setTimeout(() => {
+        late = true;
+        reject(
+          new LockUnavailableError({
+            key,
+            operation: 'acquire',
+            reason: 'timeout',
+            detail: `the acquisition did not settle within waitTimeoutMs + commandTimeoutMs (${ms - BOUND_MARGIN_MS} ms): Redis answers too slowly`,
+          }),
+        );
+      }, ms);
+      acquisition.then(
+        (handle) => {
+          clearTimeout(timer);
+          if (!late) return resolve(handle);
+          handle?.release().catch((err: unknown) => this.logger.warn(`releasing "${key}" granted too late failed: ${errorText(err)}`));
+        },
+        (err: unknown) => {
+          clearTimeout(timer);
+          reject(err);
+        },
+      );
+    });
   }
 }
 

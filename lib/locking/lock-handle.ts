@@ -1,5 +1,6 @@
 import { LockNotHeldError } from '../errors/lock-not-held.error.js';
 import type { LockHandle, LockMode } from '../types/lock.types.js';
+import { checkedOnRead } from './hold.js';
 import type { Hold } from './hold.js';
 import type { LockOwner } from './owner-context.js';
 
@@ -39,30 +40,44 @@ export class LockHandleImpl implements LockHandle {
   }
 
   get signal(): AbortSignal {
-    return (this.combinedSignal ??= this.holds.length === 1 ? this.holds[0].signal : AbortSignal.any(this.holds.map((h) => h.signal)));
+    if (this.holds.length === 1) return this.holds[0].signal;
+    return (this.combinedSignal ??= checkedOnRead(
+      AbortSignal.any(this.holds.map((h) => h.signal)),
+      () => this.holds.forEach((h) => h.checkDeadline()),
+    ));
   }
 
+  /** Not released, and no hold lost or past its local lease deadline (checked now, timers or not). */
   get isHeld(): boolean {
-    return !this.released && this.holds.every((h) => !h.lost);
+    return (
+      !this.released &&
+      this.holds.every((h) => {
+        h.checkDeadline();
+        return !h.lost;
+      })
+    );
   }
 
+  /** Releases every hold at once (one round trip each, in parallel): settles within one command timeout. */
   async release(): Promise<boolean> {
     if (this.released) return false;
     this.released = true;
-    let all = true;
-    for (const hold of [...this.holds].reverse()) {
-      if (!(await this.releaser.releaseHold(hold))) all = false;
-    }
-    return all;
+    const results = await Promise.allSettled([...this.holds].reverse().map((hold) => this.releaser.releaseHold(hold)));
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
+    return results.every((r) => r.status === 'fulfilled' && r.value);
   }
 
   async extend(ms?: number): Promise<void> {
     for (const hold of this.holds) {
       if (this.released) throw new LockNotHeldError(hold.key, 'this handle was released');
+      hold.checkDeadline();
       if (hold.lost) throw new LockNotHeldError(hold.key, hold.lost.message);
-      if (!(await this.releaser.extendHold(hold, ms ?? hold.leaseMs))) {
-        throw new LockNotHeldError(hold.key, 'Redis no longer records this hold');
-      }
     }
+    const results = await Promise.allSettled(this.holds.map((hold) => this.releaser.extendHold(hold, ms ?? hold.leaseMs)));
+    results.forEach((r, i) => {
+      if (r.status === 'rejected') throw r.reason;
+      if (!r.value) throw new LockNotHeldError(this.holds[i].key, 'Redis no longer records this hold');
+    });
   }
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { LockConfigError } from '../errors/lock-config.error.js';
 import type { AcquireOptions } from '../types/lock.types.js';
-import { DEFAULT_LOCK_SETTINGS, MAX_DURATION_MS, MIN_LEASE_MS, resolveAcquireOptions, resolveEngineSettings } from './lock-options.js';
+import { DEFAULT_LOCK_SETTINGS, MAX_DURATION_MS, MIN_COMMAND_TIMEOUT_MS, MIN_LEASE_MS, resolveAcquireOptions, resolveEngineSettings } from './lock-options.js';
 import type { LockEngineSettings } from './lock-options.js';
 
 /** The error `fn` throws (fails the test when it throws nothing). */
@@ -14,7 +14,7 @@ function thrown(fn: () => unknown): unknown {
   throw new Error('expected a throw, got none');
 }
 
-const SETTING_NAMES = ['appName', 'autoExtend', 'holdWarningMs', 'keyPrefix', 'leaseMs', 'waitTimeoutMs', 'waitWarningMs'];
+const SETTING_NAMES = ['appName', 'autoExtend', 'commandTimeoutMs', 'holdWarningMs', 'keyPrefix', 'leaseMs', 'waitTimeoutMs', 'waitWarningMs'];
 
 describe('DEFAULT_LOCK_SETTINGS', () => {
   it('holds the documented defaults', () => {
@@ -22,6 +22,7 @@ describe('DEFAULT_LOCK_SETTINGS', () => {
       keyPrefix: 'lock:',
       leaseMs: 30_000,
       waitTimeoutMs: 10_000,
+      commandTimeoutMs: 2_000,
       autoExtend: true,
       appName: process.env.npm_package_name ?? '',
       holdWarningMs: 60_000,
@@ -32,6 +33,7 @@ describe('DEFAULT_LOCK_SETTINGS', () => {
 
   it('has the documented bounds', () => {
     expect(MIN_LEASE_MS).toBe(30);
+    expect(MIN_COMMAND_TIMEOUT_MS).toBe(10);
     expect(MAX_DURATION_MS).toBe(2_147_483_647);
   });
 });
@@ -55,6 +57,7 @@ describe('resolveEngineSettings', () => {
       keyPrefix: '',
       leaseMs: 30,
       waitTimeoutMs: 0,
+      commandTimeoutMs: 10,
       autoExtend: false,
       appName: 'orders',
       holdWarningMs: 0,
@@ -89,6 +92,8 @@ describe('resolveEngineSettings', () => {
     ['waitTimeoutMs', MAX_DURATION_MS],
     ['waitTimeoutMs', Number.POSITIVE_INFINITY],
     ['holdWarningMs', 0],
+    ['commandTimeoutMs', MIN_COMMAND_TIMEOUT_MS],
+    ['commandTimeoutMs', 60_000],
     ['waitWarningMs', MAX_DURATION_MS],
     ['keyPrefix', ''],
     ['keyPrefix', 'my-app:locks:'],
@@ -113,6 +118,10 @@ describe('resolveEngineSettings', () => {
     ['waitTimeoutMs', Number.NEGATIVE_INFINITY],
     ['waitTimeoutMs', MAX_DURATION_MS + 1],
     ['waitTimeoutMs', '10'],
+    ['commandTimeoutMs', 9],
+    ['commandTimeoutMs', 0],
+    ['commandTimeoutMs', Number.POSITIVE_INFINITY],
+    ['commandTimeoutMs', '2000'],
     ['holdWarningMs', -1],
     ['holdWarningMs', 1.5],
     ['holdWarningMs', Number.POSITIVE_INFINITY],

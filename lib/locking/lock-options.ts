@@ -9,6 +9,12 @@ export interface LockEngineSettings {
   readonly leaseMs: number;
   /** Default wait before `LockAcquireTimeoutError`, in milliseconds. Default `10_000`. */
   readonly waitTimeoutMs: number;
+  /**
+   * The most one Redis round trip of the library may take, in milliseconds, before it counts as failed
+   * (`LockUnavailableError`, reason `'timeout'`). Default `2_000`. Bounds every call: `acquire` settles within
+   * `waitTimeoutMs + commandTimeoutMs`, the other calls within `commandTimeoutMs` plus a small margin.
+   */
+  readonly commandTimeoutMs: number;
   /** Default watchdog renewal. Default `true`. */
   readonly autoExtend: boolean;
   /** Application name recorded with each hold for `inspect`. Default: `npm_package_name`, else `''`. */
@@ -24,6 +30,7 @@ export const DEFAULT_LOCK_SETTINGS: LockEngineSettings = Object.freeze({
   keyPrefix: 'lock:',
   leaseMs: 30_000,
   waitTimeoutMs: 10_000,
+  commandTimeoutMs: 2_000,
   autoExtend: true,
   appName: process.env.npm_package_name ?? '',
   holdWarningMs: 60_000,
@@ -35,6 +42,8 @@ export const DEFAULT_PING_TIMEOUT_MS = 1_000;
 
 /** Smallest lease accepted, in milliseconds: below it the watchdog cannot renew in time. */
 export const MIN_LEASE_MS = 30;
+/** Smallest command timeout accepted, in milliseconds: below it a healthy round trip can count as failed. */
+export const MIN_COMMAND_TIMEOUT_MS = 10;
 /** Largest lease or wait accepted, in milliseconds (about 24.8 days, the Node timer limit). */
 export const MAX_DURATION_MS = 2_147_483_647;
 
@@ -85,6 +94,7 @@ export function resolveEngineSettings(input: Partial<LockEngineSettings> = {}): 
   }
   checkDuration('leaseMs', settings.leaseMs, MIN_LEASE_MS, false);
   checkDuration('waitTimeoutMs', settings.waitTimeoutMs, 0, true);
+  checkDuration('commandTimeoutMs', settings.commandTimeoutMs, MIN_COMMAND_TIMEOUT_MS, false);
   checkDuration('holdWarningMs', settings.holdWarningMs, 0, false);
   checkDuration('waitWarningMs', settings.waitWarningMs, 0, false);
   if (typeof settings.autoExtend !== 'boolean') {

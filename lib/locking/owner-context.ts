@@ -1,6 +1,8 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomBytes, randomFillSync } from 'node:crypto';
 import type { LockHandle, LockMode } from '../types/lock.types.js';
+import { settlesBy } from './deadlines.js';
+import type { LaneWaitLimit } from './deadlines.js';
 import type { Hold, HoldOwner } from './hold.js';
 
 /**
@@ -45,8 +47,11 @@ export class LockOwner implements HoldOwner {
    * on one key reach the store in order (a command re-sent as EVAL after NOSCRIPT must not land after a later
    * one, whose higher seq would make the store skip it).
    */
-  async oneAtATime<T>(lane: string, op: () => Promise<T>): Promise<T> {
-    for (let p = this.pending.get(lane); p; p = this.pending.get(lane)) await p.catch(() => undefined);
+  async oneAtATime<T>(lane: string, op: () => Promise<T>, waitLimit?: LaneWaitLimit): Promise<T> {
+    for (let p = this.pending.get(lane); p; p = this.pending.get(lane)) {
+      if (!waitLimit) await p.catch(() => undefined);
+      else if (!(await settlesBy(p, waitLimit.until))) throw waitLimit.error();
+    }
     const run = op();
     this.pending.set(lane, run);
     try {
@@ -54,6 +59,22 @@ export class LockOwner implements HoldOwner {
     } finally {
       if (this.pending.get(lane) === run) this.pending.delete(lane);
     }
+  }
+
+  /**
+   * Keeps `lane` busy until `task` settles (after whatever runs on it now): the background clean-up of a command
+   * whose outcome is unknown must finish before this owner sends another command with the same token on the lock.
+   */
+  occupy(lane: string, task: Promise<unknown>): void {
+    const before = this.pending.get(lane);
+    const run = (async () => {
+      if (before) await before.catch(() => undefined);
+      await task.catch(() => undefined);
+    })();
+    this.pending.set(lane, run);
+    void run.then(() => {
+      if (this.pending.get(lane) === run) this.pending.delete(lane);
+    });
   }
 
   token(mode: LockMode): string {

@@ -4,6 +4,7 @@ import type { LockLostReason } from '../errors/lock-lost.error.js';
 import { Hold } from './hold.js';
 import type { HoldOwner } from './hold.js';
 import { Watchdog } from './watchdog.js';
+import type { WatchdogTuning } from './watchdog.js';
 
 /*
  * Real time. Jest's fake timers fake `globalThis.performance` but not `performance` from `node:perf_hooks`, which
@@ -17,7 +18,9 @@ const owner: HoldOwner = {
   id: 'owner-1',
   nextSeq: () => 1,
   oneAtATime: <T>(_lane: string, op: () => Promise<T>) => op(),
+  occupy: () => undefined,
   forget: () => undefined,
+  hold: () => undefined,
 };
 
 const now = (): number => performance.now();
@@ -85,7 +88,7 @@ interface LostCall {
 }
 
 /** A watchdog over a fake `renew` whose answers the test controls. */
-function setup(answer?: (call: RenewCall) => void) {
+function setup(answer?: (call: RenewCall) => void, tuning?: Partial<WatchdogTuning>) {
   const calls = new Recorder<RenewCall>();
   const lost = new Recorder<LostCall>();
   const renew = jest.fn((holds: readonly Hold[]) =>
@@ -97,9 +100,10 @@ function setup(answer?: (call: RenewCall) => void) {
   );
   const onLost = jest.fn((h: Hold, reason: LockLostReason) => lost.push({ hold: h, reason, at: now() }));
   const onError = jest.fn();
-  const watchdog = new Watchdog(renew, onLost, onError);
+  const onBehind = jest.fn();
+  const watchdog = new Watchdog(renew, { lost: onLost, renewalFailed: onError, behind: onBehind }, tuning);
   watchdogs.push(watchdog);
-  return { watchdog, renew, onLost, onError, calls, lost };
+  return { watchdog, renew, onLost, onError, onBehind, calls, lost };
 }
 
 const watchdogs: Watchdog[] = [];
@@ -267,19 +271,15 @@ describe('Watchdog', () => {
     expect(watchdog.size).toBe(0);
   });
 
-  it('sends no second renewal while one is in flight', async () => {
+  it('never sends a second renewal of a hold while one is in flight', async () => {
     const { watchdog, calls, lost, renew } = setup();
     const t0 = now();
-    const a = hold('a', 6_000, t0 - 1_950); // due at t0 + 50
-    const b = hold('b', 1_200, t0 + 300); // due at t0 + 700, outside a's batch (its window is 200 ms)
-    const clock = hold('clock', 900, t0, false); // lost at t0 + 900, after b was due
+    const a = hold('a', 900, t0 - 250); // due at t0 + 50, lease ends at t0 + 650
     watchdog.add(a);
-    watchdog.add(b);
-    watchdog.add(clock);
     const first = await calls.nth(0);
     expect(first.holds).toEqual([a]);
-    // While a renewal is in flight the watchdog waits for the next lease end, rather than spinning on b, due
-    // meanwhile, with zero-delay timers.
+    // While its renewal is unanswered, the hold is due again and again; the watchdog waits for the lease's end,
+    // rather than resending it or spinning with zero-delay timers.
     const timers = jest.spyOn(globalThis, 'setTimeout');
     let event: LostCall;
     let timersSet: number;
@@ -289,14 +289,75 @@ describe('Watchdog', () => {
       timersSet = timers.mock.calls.length;
       timers.mockRestore();
     }
-    expect(event.hold).toBe(clock);
+    expect(event.hold).toBe(a);
+    expect(event.reason).toBe('lease-expired');
     expect(timersSet).toBeLessThan(20);
-    // b has been due for 200 ms, but the first renewal is still unanswered.
     expect(renew).toHaveBeenCalledTimes(1);
-    first.resolve([true]);
+  });
+
+  it('renews other holds on time while one renewal hangs', async () => {
+    const { watchdog, calls, onLost } = setup();
+    const t0 = now();
+    const a = hold('a', 6_000, t0 - 1_950); // due at t0 + 50
+    const b = hold('b', 1_200, t0 + 300); // due at t0 + 700, outside a's batch (its window is 200 ms)
+    watchdog.add(a);
+    watchdog.add(b);
+    const first = await calls.nth(0);
+    expect(first.holds).toEqual([a]);
     const second = await calls.nth(1);
     expect(second.holds).toEqual([b]);
-    expect(second.at).toBeGreaterThanOrEqual(event.at);
+    expect(second.at).toBeGreaterThanOrEqual(b.nextRenewAt - b.leaseMs / 6 - EARLY);
+    second.resolve([true]);
+    await settle();
+    expect(b.validUntil).toBeCloseTo(second.at + b.leaseMs, -1);
+    expect(onLost).not.toHaveBeenCalled();
+    first.resolve([true]);
+  });
+
+  it('sends the most urgent holds first, in batches of batchSize, at most maxInFlight calls at once', async () => {
+    const { watchdog, calls, renew } = setup(undefined, { batchSize: 2, maxInFlight: 2 });
+    const t0 = now();
+    // Five holds due together, with leases ending in a known order: e, c, a, d, b.
+    const ends: Record<string, number> = { a: 3, b: 5, c: 2, d: 4, e: 1 };
+    for (const [key, rank] of Object.entries(ends)) watchdog.add(hold(key, 3_000, t0 - 960 - (6 - rank) * 10));
+    const first = await calls.nth(0);
+    const second = await calls.nth(1);
+    await delay(50);
+    expect(renew).toHaveBeenCalledTimes(2);
+    expect(first.holds.map((h) => h.key)).toEqual(['e', 'c']);
+    expect(second.holds.map((h) => h.key)).toEqual(['a', 'd']);
+    first.resolve([true, true]);
+    const third = await calls.nth(2);
+    expect(third.holds.map((h) => h.key)).toEqual(['b']);
+    second.resolve([true, true]);
+    third.resolve([true]);
+  });
+
+  it('reports renewals sent with less than a third of the lease left', async () => {
+    const { watchdog, calls, onBehind } = setup();
+    const h = hold('a', 3_000, now() - 2_100); // renewal overdue: 900 ms of its lease left
+    watchdog.add(h);
+    const call = await calls.nth(0);
+    expect(onBehind).toHaveBeenCalledTimes(1);
+    const [late, sent, leftMs] = onBehind.mock.calls[0] as [number, number, number];
+    expect([late, sent]).toEqual([1, 1]);
+    expect(leftMs).toBeGreaterThan(800);
+    expect(leftMs).toBeLessThan(1_000);
+    call.resolve([true]);
+  });
+
+  it('drops an ended hold whose lease ran out without declaring it lost', async () => {
+    const { watchdog, lost, onLost } = setup();
+    const t0 = now();
+    const ended = hold('a', 60, t0, false);
+    ended.ended = true; // its release is on the way
+    const other = hold('b', 200, t0, false);
+    watchdog.add(ended);
+    watchdog.add(other);
+    const event = await lost.nth(0);
+    expect(event.hold).toBe(other);
+    expect(onLost).toHaveBeenCalledTimes(1);
+    expect(watchdog.size).toBe(0);
   });
 
   it('stops renewing a removed hold', async () => {

@@ -1,6 +1,8 @@
+import { performance } from 'node:perf_hooks';
 import { Cluster, Redis } from 'ioredis';
 import type { RedisOptions } from 'ioredis';
 import { LockConfigError } from '../errors/lock-config.error.js';
+import type { ConnectionStateChange } from './lock-store.js';
 
 /** A connection the library sends commands on: a standalone client or a Cluster client. */
 export type RedisClient = Redis | Cluster;
@@ -24,8 +26,23 @@ function isClient(input: unknown): input is Redis | Cluster {
   return input instanceof Redis || input instanceof Cluster;
 }
 
+/** How the library tunes the connections it opens (the application's own settings win). */
+export interface ConnectionTuning {
+  readonly commandTimeoutMs: number;
+}
+
+/**
+ * Defaults for connections the library opens: a command queued while disconnected fails after one reconnect
+ * attempt instead of twenty (the library bounds each call anyway; this keeps the offline queue short), and a
+ * connection attempt that gets no answer is given up after the command timeout (at least one second).
+ */
+export function ownedConnectionDefaults(tuning: ConnectionTuning): RedisOptions {
+  return { maxRetriesPerRequest: 1, connectTimeout: Math.max(tuning.commandTimeoutMs, 1_000) };
+}
+
 /** Opens (or adopts) the command connection and opens the subscriber connection. */
-export function openConnections(input: RedisConnectionInput | undefined): LockConnections {
+export function openConnections(input: RedisConnectionInput | undefined, tuning: ConnectionTuning = { commandTimeoutMs: 2_000 }): LockConnections {
+  const defaults = ownedConnectionDefaults(tuning);
   let client: RedisClient;
   let owned: boolean;
   if (isClient(input)) {
@@ -38,10 +55,10 @@ export function openConnections(input: RedisConnectionInput | undefined): LockCo
         'redis',
       );
     }
-    client = new Redis(input);
+    client = new Redis(input, defaults);
     owned = true;
   } else if (input && typeof input === 'object') {
-    client = new Redis(input);
+    client = new Redis({ ...defaults, ...input });
     owned = true;
   } else {
     throw new LockConfigError(
@@ -51,28 +68,65 @@ export function openConnections(input: RedisConnectionInput | undefined): LockCo
   }
   // The subscriber must not share the command connection: a subscribed connection accepts no other commands.
   // (Two branches: `Redis.duplicate` and `Cluster.duplicate` have different signatures.)
-  const subscriber: RedisClient = client instanceof Cluster ? client.duplicate() : client.duplicate();
+  const subscriber: RedisClient = client instanceof Cluster ? client.duplicate() : client.duplicate(defaults);
   return {
     client,
     subscriber,
     owned,
     async close() {
-      await quietly(subscriber);
-      if (owned) await quietly(client);
+      await Promise.all([quietly(subscriber, tuning.commandTimeoutMs), owned ? quietly(client, tuning.commandTimeoutMs) : undefined]);
     },
   };
 }
 
-async function quietly(c: RedisClient): Promise<void> {
+/** Closes `c`: QUIT when connected (bounded by `timeoutMs`, Redis may be paused), else at once. Never rejects. */
+async function quietly(c: RedisClient, timeoutMs: number): Promise<void> {
   if (c.status === 'end') return;
   if (c.status !== 'ready') {
     // Not connected (Redis down, reconnecting): QUIT would wait for a connection that may never come.
     c.disconnect();
     return;
   }
+  let timer: NodeJS.Timeout | undefined;
   try {
-    await c.quit();
+    await Promise.race([c.quit(), new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
   } catch {
-    c.disconnect();
+    // Closing anyway.
+  } finally {
+    clearTimeout(timer);
+    if ((c.status as string) !== 'end') c.disconnect();
   }
+}
+
+/**
+ * Reports a connection's trouble once per outage: the first error after it was up (`lost`), then nothing until it
+ * is ready again (`restored`, with how long it was down). ioredis emits an error per reconnect attempt; this turns
+ * them into one line when the connection drops and one when it is back.
+ */
+export function watchConnection(
+  c: RedisClient,
+  connection: ConnectionStateChange['connection'],
+  report: (change: ConnectionStateChange) => void,
+): void {
+  let downSince: number | undefined;
+  const down = (error: unknown) => {
+    if (downSince !== undefined) return;
+    downSince = performance.now();
+    report({ connection, state: 'lost', error });
+  };
+  c.on('error', down);
+  c.on('close', () => {
+    // A close while up (server gone, network reset) is an outage even without an error; closing on purpose is not.
+    if (c.status !== 'end' && !closingOnPurpose(c)) down(new Error('connection closed'));
+  });
+  c.on('ready', () => {
+    if (downSince === undefined) return;
+    const downMs = performance.now() - downSince;
+    downSince = undefined;
+    report({ connection, state: 'restored', downMs });
+  });
+}
+
+function closingOnPurpose(c: RedisClient): boolean {
+  return (c as unknown as { manuallyClosing?: boolean }).manuallyClosing === true || c.status === 'end';
 }

@@ -32,6 +32,14 @@ export function validateLockKey(key: unknown): string {
     throw new LockKeyError(`invalid lock key: expected a string, got ${describe(key)}`, key);
   }
   if (key.length === 0) throw new LockKeyError('invalid lock key: the key is empty', key, key);
+  if (!isWellFormed(key)) {
+    // A lone surrogate has no UTF-8 form: Node would write U+FFFD, so distinct keys would share one lock.
+    throw new LockKeyError(
+      `invalid lock key ${JSON.stringify(key.slice(0, 40))}: not well-formed UTF-16 (a lone surrogate at index ${loneSurrogateAt(key)})`,
+      key,
+      key,
+    );
+  }
   const bytes = Buffer.byteLength(key, 'utf8');
   if (bytes > MAX_KEY_BYTES) {
     throw new LockKeyError(
@@ -57,6 +65,23 @@ export function lockKeys(prefix: string, key: string): LockKeys {
   const queue = `${base}:fq`;
   const deadlines = `${base}:fd`;
   return { key, state, leases, writers, readers, queue, deadlines, channel: `${base}:ch`, all: [state, leases, writers, readers, queue, deadlines] };
+}
+
+/** Whether `s` has no lone surrogate (`String.prototype.isWellFormed`, Node 20+). */
+function isWellFormed(s: string): boolean {
+  return (s as string & { isWellFormed(): boolean }).isWellFormed();
+}
+
+function loneSurrogateAt(s: string): number {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff) {
+      const next = s.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) i++;
+      else return i;
+    } else if (c >= 0xdc00 && c <= 0xdfff) return i;
+  }
+  return -1;
 }
 
 function describe(v: unknown): string {

@@ -1,3 +1,5 @@
+import type { LockError } from '../errors/lock.error.js';
+import type { LockOperation } from '../errors/lock-unavailable.error.js';
 import type { LockInfo, LockMode, LockPing } from '../types/lock.types.js';
 
 /**
@@ -32,6 +34,11 @@ export interface LockStore {
   listen(lock: LockRef, onWakeUp: (wakeUp: WakeUp) => void): WakeUpSubscription;
   /** Whether wake-ups of `lock` are already being received: a listener added now misses none. */
   isListening(lock: LockRef): boolean;
+  /**
+   * The `LockError` to report for a failed call: `failure` is what the call rejected with, or `TIMED_OUT` when it
+   * got no answer within `timeoutMs` (see `BoundedLockStore`, which bounds every call).
+   */
+  describeFailure(failure: unknown, operation: LockOperation, key: string | undefined, timeoutMs: number): LockError;
   /** Round trip on every connection the store uses, each bounded by `timeoutMs`. Never rejects. */
   ping(timeoutMs: number): Promise<StorePing>;
   /** Drops subscriptions and closes the connections the store opened. */
@@ -45,8 +52,23 @@ export interface LockStoreContext {
   readonly identity: HolderIdentity;
   /** How long an idle wake-up subscription is kept, in milliseconds. */
   readonly subscriptionLingerMs: number;
-  /** Connection errors (connections retry on their own). */
+  /** The most one round trip may take, in milliseconds (connections the store opens are tuned to it). */
+  readonly commandTimeoutMs: number;
+  /** Errors outside any caller's call (e.g. dropping an idle subscription). */
   readonly onConnectionError: (err: unknown) => void;
+  /** A connection went down (once, not once per reconnect attempt) or came back. */
+  readonly onConnectionState: (change: ConnectionStateChange) => void;
+}
+
+/** A connection of the store going down or coming back. */
+export interface ConnectionStateChange {
+  /** `'command'`: scripts and renewals; `'subscriber'`: wake-ups. */
+  readonly connection: 'command' | 'subscriber';
+  readonly state: 'lost' | 'restored';
+  /** Why it went down (`lost`). */
+  readonly error?: unknown;
+  /** How long it was down, in milliseconds (`restored`). */
+  readonly downMs?: number;
 }
 
 /** Makes the store of one engine. */

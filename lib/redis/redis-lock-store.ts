@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { LockHolderInfo, LockInfo, LockMode } from '../types/lock.types.js';
-import { openConnections } from './connection.js';
+import { openConnections, watchConnection } from './connection.js';
 import type { LockConnections, RedisClient, RedisConnectionInput } from './connection.js';
 import { lockKeys } from './key-layout.js';
 import type { LockKeys } from './key-layout.js';
@@ -20,6 +20,12 @@ import type {
 } from './lock-store.js';
 import { ACQUIRE, CANCEL_WAIT, EXTEND, FORCE_RELEASE, INSPECT, RELEASE, RENEW_MANY } from './lua-scripts.js';
 import type { LuaScript } from './lua-scripts.js';
+import { unavailable } from './redis-failures.js';
+import type { LockError } from '../errors/lock.error.js';
+import type { LockOperation } from '../errors/lock-unavailable.error.js';
+
+const SCRIPTS_BY_SHA = new Map([ACQUIRE, CANCEL_WAIT, EXTEND, FORCE_RELEASE, INSPECT, RELEASE, RENEW_MANY].map((s) => [s.sha, s.source]));
+const scriptSource = (sha: string) => SCRIPTS_BY_SHA.get(sha);
 
 /** Holds renewed per script call: 2 keys each, so one call stays well under Redis's argument limits. */
 const RENEW_CHUNK = 200;
@@ -44,10 +50,11 @@ export class RedisLockStore implements LockStore {
     redis: RedisConnectionInput,
     private readonly options: LockStoreContext,
   ) {
-    this.connections = openConnections(redis);
+    this.connections = openConnections(redis, { commandTimeoutMs: options.commandTimeoutMs });
     this.client = this.connections.client;
-    this.connections.subscriber.on('error', options.onConnectionError);
-    if (this.connections.owned) this.client.on('error', options.onConnectionError);
+    watchConnection(this.connections.subscriber, 'subscriber', options.onConnectionState);
+    // A client the application passed in reports its errors to the application's own listeners.
+    if (this.connections.owned) watchConnection(this.client, 'command', options.onConnectionState);
     this.subscriber = new LockSubscriber(this.connections.subscriber, options.subscriptionLingerMs, options.onConnectionError);
     const { host, pid, app } = options.identity;
     const clean = (s: string) => s.replace(/\|/g, '_');
@@ -167,6 +174,16 @@ export class RedisLockStore implements LockStore {
 
   isListening(lock: LockRef): boolean {
     return this.subscriber.isLive((lock as LockKeys).channel);
+  }
+
+  describeFailure(failure: unknown, operation: LockOperation, key: string | undefined, timeoutMs: number): LockError {
+    const connection = operation === 'subscribe' ? this.connections.subscriber : this.client;
+    return unavailable(failure, operation, key, {
+      timeoutMs,
+      connected: connection.status === 'ready',
+      scripts: scriptSource,
+      keyPrefix: this.options.keyPrefix,
+    });
   }
 
   async ping(timeoutMs: number): Promise<StorePing> {

@@ -12,6 +12,9 @@ import type {
   WakeUpSubscription,
 } from '../redis/lock-store.js';
 import type { LockHolderInfo, LockInfo, LockMode } from '../types/lock.types.js';
+import { LockError } from '../errors/lock.error.js';
+import { LockUnavailableError } from '../errors/lock-unavailable.error.js';
+import type { LockOperation } from '../errors/lock-unavailable.error.js';
 import * as scripts from './memory-lock-scripts.js';
 import { MemoryLockWorld } from './memory-lock-world.js';
 import type { MemoryListener, MemoryLockState, ScriptScope } from './memory-lock-world.js';
@@ -111,6 +114,12 @@ export class MemoryLockStore implements LockStore {
 
   isListening(lock: LockRef): boolean {
     return this.listening.has(lock.key);
+  }
+
+  describeFailure(failure: unknown, operation: LockOperation, key: string | undefined, timeoutMs: number): LockError {
+    if (failure instanceof LockError) return failure;
+    const detail = failure instanceof Error ? failure.message : `no answer within ${timeoutMs} ms`;
+    return new LockUnavailableError({ key, operation, reason: 'unreachable', detail: `memory store: ${detail}`, cause: failure });
   }
 
   async ping(): Promise<StorePing> {

@@ -82,7 +82,9 @@ export class LockTestKit {
       keyPrefix: engine.settings.keyPrefix,
       identity: { host: 'test-host', pid: 1, app: 'test' },
       subscriptionLingerMs: 0,
+      commandTimeoutMs: engine.settings.commandTimeoutMs,
       onConnectionError: (err) => this.logger.warn(String(err)),
+      onConnectionState: (change) => this.logger.warn(`${change.connection} connection ${change.state}`),
     });
     this.add(() => store.close());
     return store;
