@@ -324,6 +324,8 @@ export class LockEngine {
         },
         (err: unknown) => {
           clearTimeout(timer);
+          // As the acquisition rejected: an aborted wait rejects with the signal's own reason, whatever it is.
+          // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
           reject(err);
         },
       );
