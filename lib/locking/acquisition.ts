@@ -225,8 +225,7 @@ export class Acquirer {
         if (!wait) {
           // Listen, then try again at once: a release between the attempt above and the subscription is not lost.
           wait = this.room.enter(lock, mode, waiterId, owner.id, start);
-          // Bounded: without a confirmed subscription the waiter still retries when the blocking leases can have run out.
-          await settlesBy(wait.ready(), performance.now() + Math.min(remaining, this.commandTimeoutMs));
+          await this.subscribed(wait, Math.min(remaining, this.commandTimeoutMs));
           continue;
         }
         // Sleep until woken, until the blocking leases can have run out, or until the deadline.
@@ -237,6 +236,20 @@ export class Acquirer {
       wait?.leave();
       if (registered && !granted) await this.cancelWait(lock, request, waiterId);
     }
+  }
+
+  /**
+   * Waits up to `ms` for the wait's subscription. Bounded: without a confirmed subscription (Redis slow, reconnecting)
+   * the waiter still retries when the blocking leases can have run out. A subscription Redis refuses (no channel
+   * rights) fails the acquisition: without wake-ups every wait would last until a lease ran out.
+   */
+  private async subscribed(wait: Wait, ms: number): Promise<void> {
+    let refused: unknown;
+    const ready = wait.ready().catch((err: unknown) => {
+      refused = err;
+    });
+    await settlesBy(ready, performance.now() + ms);
+    if (refused instanceof LockUnavailableError && refused.reason === 'permission-denied') throw refused;
   }
 
   private async cancelWait(lock: LockRef, request: AcquireRequest, waiterId: string): Promise<void> {

@@ -147,4 +147,40 @@ describe('WaitSignal', () => {
     await flush();
     expect(second.done).toBe(true);
   });
+
+  it('gives a signal shared by many waits one listener, and removes it with the last wait', async () => {
+    const ac = new AbortController();
+    const warnings: Error[] = [];
+    const onWarning = (w: Error) => warnings.push(w);
+    process.on('warning', onWarning);
+    try {
+      const waits = Array.from({ length: 50 }, () => track(new WaitSignal().wait(60_000, ac.signal)));
+      expect(abortListeners(ac.signal)).toBe(1);
+      const leaving = new WaitSignal();
+      const early = track(leaving.wait(60_000, ac.signal));
+      leaving.fire();
+      await flush();
+      expect(early.done).toBe(true);
+      expect(abortListeners(ac.signal)).toBe(1);
+      ac.abort();
+      await flush();
+      expect(waits.every((w) => w.done)).toBe(true);
+      expect(abortListeners(ac.signal)).toBe(0);
+      expect(jest.getTimerCount()).toBe(0);
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(warnings.map((w) => w.name)).not.toContain('MaxListenersExceededWarning');
+  });
+
+  it('removes the shared listener once every wait on the signal is over', async () => {
+    const ac = new AbortController();
+    const signals = Array.from({ length: 3 }, () => new WaitSignal());
+    const waits = signals.map((s) => track(s.wait(60_000, ac.signal)));
+    expect(abortListeners(ac.signal)).toBe(1);
+    for (const s of signals) s.fire();
+    await flush();
+    expect(waits.every((w) => w.done)).toBe(true);
+    expect(abortListeners(ac.signal)).toBe(0);
+  });
 });

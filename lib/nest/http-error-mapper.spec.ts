@@ -6,6 +6,7 @@ import { LockConfigError } from '../errors/lock-config.error.js';
 import { LockKeyError } from '../errors/lock-key.error.js';
 import { LockLostError } from '../errors/lock-lost.error.js';
 import { LockNotHeldError } from '../errors/lock-not-held.error.js';
+import { LockUnavailableError } from '../errors/lock-unavailable.error.js';
 import { LockUpgradeError } from '../errors/lock-upgrade.error.js';
 import { LockError } from '../errors/lock.error.js';
 import { DefaultLockHttpErrorMapper } from './http-error-mapper.js';
@@ -56,6 +57,44 @@ describe('DefaultLockHttpErrorMapper', () => {
     expect(exception.getStatus()).toBe(503);
     expect(exception.getResponse()).toEqual({ statusCode: 503, error: 'Service Unavailable', message: error.message });
     expect(exception.cause).toBe(error);
+  });
+
+  describe('Redis unavailable', () => {
+    /** An HTTP execution context whose response records the headers set on it, Express or Fastify style. */
+    function httpContext(style: 'express' | 'fastify') {
+      const headers: Record<string, string> = {};
+      const set = (name: string, value: string) => (headers[name] = value);
+      const response = style === 'express' ? { setHeader: set } : { header: set };
+      const context = { switchToHttp: () => ({ getResponse: () => response }) } as never;
+      return { context, headers };
+    }
+
+    it.each(['express', 'fastify'] as const)('maps LockUnavailableError to 503 with Retry-After (%s)', (style) => {
+      const cause = new Error('Connection is closed.');
+      const error = new LockUnavailableError({ key: 'a', operation: 'acquire', reason: 'unreachable', detail: 'down', cause });
+      const { context, headers } = httpContext(style);
+      const mapped = new DefaultLockHttpErrorMapper().map(error, context);
+      expect(mapped).toBeInstanceOf(ServiceUnavailableException);
+      const exception = mapped as ServiceUnavailableException;
+      expect(exception.getStatus()).toBe(503);
+      expect(exception.getResponse()).toEqual({
+        statusCode: 503,
+        error: 'Service Unavailable',
+        message: 'the lock on "a" is unavailable: Redis cannot be reached; retry later',
+        key: 'a',
+        reason: 'unreachable',
+      });
+      expect(JSON.stringify(exception.getResponse())).not.toContain('Connection is closed');
+      expect(exception.cause).toBe(error);
+      expect(headers).toEqual({ 'Retry-After': '1' });
+    });
+
+    it('sends the configured Retry-After', () => {
+      const error = new LockUnavailableError({ key: 'a', operation: 'acquire', reason: 'timeout', detail: 'slow' });
+      const { context, headers } = httpContext('express');
+      new DefaultLockHttpErrorMapper(409, 5).map(error, context);
+      expect(headers).toEqual({ 'Retry-After': '5' });
+    });
   });
 
   it.each<[string, unknown]>([

@@ -3,6 +3,7 @@ import type { ExecutionContext } from '@nestjs/common';
 import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error.js';
 import { LockClosedError } from '../errors/lock-closed.error.js';
 import { LockKeyError } from '../errors/lock-key.error.js';
+import { LOCK_UNAVAILABLE_RETRY_AFTER_S, LockUnavailableError } from '../errors/lock-unavailable.error.js';
 import { LockConflictException } from './lock-conflict.exception.js';
 
 /**
@@ -27,17 +28,43 @@ export interface LockHttpErrorMapper {
 
 /**
  * The default mapping: `LockAcquireTimeoutError` → 409 (`LockConflictException`, status from `conflictStatus`),
- * `LockKeyError` → 400, `LockClosedError` (shutting down) → 503; every other error passes untouched.
+ * `LockKeyError` → 400, `LockUnavailableError` (Redis down, slow, refusing) → 503 with `Retry-After`,
+ * `LockClosedError` (shutting down) → 503; every other error passes untouched.
  */
 export class DefaultLockHttpErrorMapper implements LockHttpErrorMapper {
-  /** @param conflictStatus status of a lock timeout, default 409. */
-  constructor(protected readonly conflictStatus = 409) {}
+  /**
+   * @param conflictStatus status of a lock timeout, default 409.
+   * @param retryAfterSeconds `Retry-After` sent with the 503 for `LockUnavailableError`, default 1.
+   */
+  constructor(
+    protected readonly conflictStatus = 409,
+    protected readonly retryAfterSeconds = LOCK_UNAVAILABLE_RETRY_AFTER_S,
+  ) {}
 
-  map(error: unknown, _context: ExecutionContext): unknown {
+  map(error: unknown, context: ExecutionContext): unknown {
     if (error instanceof LockAcquireTimeoutError) return this.conflict(error);
     if (error instanceof LockKeyError) return this.badKey(error);
+    if (error instanceof LockUnavailableError) return this.unavailable(error, context);
     if (error instanceof LockClosedError) return this.closed(error);
     return error;
+  }
+
+  /**
+   * Redis could not serve the lock (unreachable, no answer within `commandTimeoutMs`, refused, ACL denial): 503
+   * with `Retry-After`, and a body naming the key, the operation and the reason (never the Redis error itself).
+   */
+  protected unavailable(error: LockUnavailableError, context: ExecutionContext): unknown {
+    setResponseHeader(context, 'Retry-After', String(this.retryAfterSeconds));
+    return new ServiceUnavailableException(
+      {
+        statusCode: 503,
+        error: 'Service Unavailable',
+        message: `the lock on "${error.key ?? ''}" is unavailable: Redis ${REASON_TEXT[error.reason]}; retry later`,
+        key: error.key,
+        reason: error.reason,
+      },
+      { cause: error },
+    );
   }
 
   /** The lock was not granted within `waitTimeoutMs`. */
@@ -54,4 +81,19 @@ export class DefaultLockHttpErrorMapper implements LockHttpErrorMapper {
   protected closed(error: LockClosedError): unknown {
     return new ServiceUnavailableException({ statusCode: 503, error: 'Service Unavailable', message: error.message }, { cause: error });
   }
+}
+
+const REASON_TEXT: Record<LockUnavailableError['reason'], string> = {
+  unreachable: 'cannot be reached',
+  timeout: 'did not answer in time',
+  refused: 'refused the command',
+  'permission-denied': 'denied the command (permissions)',
+  'not-replicated': 'replicas did not confirm the lock',
+};
+
+/** Sets a header on the HTTP response, on Express (`setHeader`) and Fastify (`header`) alike. */
+function setResponseHeader(context: ExecutionContext, name: string, value: string): void {
+  const response = context.switchToHttp().getResponse<{ header?: (n: string, v: string) => unknown; setHeader?: (n: string, v: string) => unknown }>();
+  if (typeof response?.header === 'function') response.header(name, value);
+  else if (typeof response?.setHeader === 'function') response.setHeader(name, value);
 }
