@@ -11,9 +11,19 @@ export interface BenchConfig {
   readonly readWrite: { readonly workers: number; readonly warmupMs: number; readonly durationMs: number };
   readonly watchdog: { readonly locks: number; readonly shortLeaseMs: number; readonly shortWindowMs: number; readonly measureDefaultLease: boolean; readonly defaultWindowMs: number };
   readonly http: { readonly connections: number; readonly warmupS: number; readonly durationS: number; readonly articles: number };
+  /** Opt-in (`--only=scale`, several minutes): many locks held by one process. */
+  readonly scale: {
+    readonly shortLocks: number;
+    readonly shortLeaseMs: number;
+    readonly shortHoldMs: number;
+    readonly defaultCounts: readonly number[];
+    readonly defaultHoldMs: number;
+  };
 }
 
-export const SCENARIOS = ['uncontended', 'handoff', 'commands', 'read-write', 'watchdog', 'http'] as const;
+export const SCENARIOS = ['uncontended', 'handoff', 'commands', 'read-write', 'watchdog', 'http', 'scale'] as const;
+/** Scenarios that run only when named in `--only` (they take minutes). */
+const OPT_IN: readonly ScenarioId[] = ['scale'];
 export type ScenarioId = (typeof SCENARIOS)[number];
 
 /** Reads `--quick` (or `BENCH_QUICK=1`) and `--only=a,b` (or `BENCH_ONLY=a,b`). */
@@ -35,6 +45,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Ben
       readWrite: { workers: 50, warmupMs: 200, durationMs: 500 },
       watchdog: { locks: 10_000, shortLeaseMs: 3_000, shortWindowMs: 2_100, measureDefaultLease: false, defaultWindowMs: 0 },
       http: { connections: 50, warmupS: 1, durationS: 2, articles: 10_000 },
+      scale: { shortLocks: 20_000, shortLeaseMs: 3_000, shortHoldMs: 5_000, defaultCounts: [20_000], defaultHoldMs: 2_000 },
     };
   }
   return {
@@ -47,10 +58,13 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Ben
     readWrite: { workers: 50, warmupMs: 1_000, durationMs: 3_000 },
     watchdog: { locks: 10_000, shortLeaseMs: 3_000, shortWindowMs: 6_100, measureDefaultLease: true, defaultWindowMs: 20_500 },
     http: { connections: 50, warmupS: 1, durationS: 5, articles: 10_000 },
+    // The default lease is 30 s: each count is held for longer than one lease, so every hold is renewed.
+    scale: { shortLocks: 100_000, shortLeaseMs: 3_000, shortHoldMs: 60_000, defaultCounts: [100_000, 200_000, 400_000], defaultHoldMs: 40_000 },
   };
 }
 
 /** Whether `id` is selected by `--only` (every scenario when none is given). */
 export function selected(config: BenchConfig, id: ScenarioId): boolean {
+  if (OPT_IN.includes(id)) return config.only.includes(id);
   return config.only.length === 0 || config.only.includes(id);
 }

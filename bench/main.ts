@@ -16,6 +16,7 @@ import { runHttp } from './scenarios/http.scenario.js';
 import { runReadWrite } from './scenarios/read-write.scenario.js';
 import { runUncontended } from './scenarios/uncontended.scenario.js';
 import { runWatchdog } from './scenarios/watchdog.scenario.js';
+import { runScale } from './scenarios/scale.scenario.js';
 import { makeLog } from './support/log.js';
 import { currentLoad, libraryRevision, machineInfo } from './support/machine.js';
 import { RedisStats } from './support/redis-stats.js';
@@ -47,6 +48,7 @@ async function main(): Promise<void> {
     if (selected(config, 'read-write')) results.readWrite = await runReadWrite(config, url, stats, log);
     if (selected(config, 'watchdog')) results.watchdog = await runWatchdog(config, url, stats, log);
     if (selected(config, 'http')) results.http = await runHttp(config, url, stats, log);
+    if (selected(config, 'scale')) results.scale = await runScale(config, url, stats, log);
   } finally {
     await stats.close();
   }
@@ -58,7 +60,7 @@ async function main(): Promise<void> {
   process.stdout.write(`\n${tables}`);
   const dir = join(ROOT, 'bench', 'results');
   mkdirSync(dir, { recursive: true });
-  const base = mode === 'full' ? 'latest' : mode;
+  const base = mode === 'full' ? 'latest' : config.only.length === 1 && config.only[0] === 'scale' ? 'scale' : mode;
   writeFileSync(join(dir, `${base}.json`), `${JSON.stringify(results, null, 2)}\n`);
   writeFileSync(join(dir, `${base}.svg`), await renderChart(results));
   if (mode === 'full') {

@@ -5,6 +5,7 @@ import type { HttpResult } from './scenarios/http.scenario.js';
 import type { ReadWriteResult } from './scenarios/read-write.scenario.js';
 import type { UncontendedResult } from './scenarios/uncontended.scenario.js';
 import type { WatchdogResult } from './scenarios/watchdog.scenario.js';
+import type { ScaleResult } from './scenarios/scale.scenario.js';
 import type { MachineInfo } from './support/machine.js';
 
 /** Everything one run measured: what `latest.json` holds. */
@@ -22,6 +23,7 @@ export interface BenchResults {
   commands?: CommandsResult;
   readWrite?: ReadWriteResult;
   watchdog?: WatchdogResult;
+  scale?: ScaleResult;
   http?: HttpResult;
   targets?: readonly TargetResult[];
 }

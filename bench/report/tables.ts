@@ -155,6 +155,33 @@ export function renderTables(r: BenchResults): string {
     );
   }
 
+  if (r.scale) {
+    const sc = r.scale;
+    out.push(`### 7. Scale: many locks held by one process, then released all at once (opt-in: \`--only=scale\`)`);
+    out.push(
+      table(
+        ['locks', 'lease', 'held s', 'acquire s', 'lost while held', 'release s', 'release() false', 'lost on release', 'keys left', 'behind warnings', 'renewal failures', 'Node CPU', 'Redis CPU', 'RSS MB'],
+        [sc.shortLease, ...sc.defaultLease].map((x) => [
+          fmt.int(x.locks),
+          `${x.leaseMs / 1000} s`,
+          fmt.num(x.heldMs / 1000),
+          fmt.num(x.acquireS),
+          String(x.lostWhileHeld),
+          fmt.num(x.releaseS),
+          String(x.releasedFalse),
+          String(x.lostOnRelease),
+          String(x.leftInRedis),
+          String(x.warnings.behind),
+          String(x.warnings.renewalFailed),
+          fmt.pct(x.nodeCpuPct),
+          fmt.pct(x.redisCpuPct),
+          fmt.int(x.rssMb),
+        ]),
+      ),
+    );
+    out.push(`Largest count held at the default 30 s lease with nothing lost: ${fmt.int(sc.largestAtDefault)} (the largest count tried was ${fmt.int(Math.max(...sc.defaultLease.map((x) => x.locks)))})`);
+  }
+
   if (r.targets?.length) {
     out.push('### Targets');
     out.push(table(['scenario', 'target', 'measured', 'result'], r.targets.map((t) => [t.scenario, t.target, t.measured, t.pass ? 'pass' : '**miss**'])));

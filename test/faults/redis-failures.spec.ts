@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
@@ -196,6 +197,41 @@ describe('when Redis fails', () => {
       await admin.call('ACL', 'DELUSER', 'nopublish', 'nochannels');
       const left = await keysUnder(admin, prefix);
       if (left.length > 0) await admin.del(...left);
+    });
+
+    it("the README's ACL rule gives the library every right it needs", async () => {
+      const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+      const rule = readme.split('\n').find((line) => line.startsWith('ACL SETUSER locks '));
+      expect(rule).toBeDefined();
+      const args = rule!.split(/\s+/).slice(2);
+      expect(args[0]).toBe('locks');
+      await admin.call('ACL', 'SETUSER', ...args);
+      try {
+        const asLocks = () =>
+          engine({ redis: { port: server.port, host: '127.0.0.1', username: 'locks', password: 'secret' }, keyPrefix: 'lock:' });
+        const a = asLocks();
+        const b = asLocks();
+        // Fast path, contention with a wake-up, renewal, extend, read locks, fair queue, inspect, forceRelease.
+        const held = await a.acquire('k', { leaseMs: 300 });
+        const waiter = b.acquire('k', { waitTimeoutMs: 3_000, fair: true });
+        await until(async () => ((await a.inspect('k'))?.waiting ?? 0) === 1, 2_000, 'a waiter');
+        await sleep(400); // past one lease: renewed by the watchdog
+        expect(held.isHeld).toBe(true);
+        await held.extend(1_000);
+        await held.release();
+        const next = await waiter;
+        await next.release();
+        const readers = await Promise.all([a.acquire('r', { mode: 'read' }), b.acquire('r', { mode: 'read' })]);
+        expect((await a.inspect('r'))?.holders).toHaveLength(2);
+        await Promise.all(readers.map((r) => r.release()));
+        await a.acquire('forced');
+        expect(await b.forceRelease('forced')).toBe(true);
+        expect(await a.ping()).toMatchObject({ command: true, subscriber: true });
+        expect(kit.logger.lines.filter((l) => l.includes('permission'))).toEqual([]);
+      } finally {
+        await kit.closeAll();
+        await admin.call('ACL', 'DELUSER', 'locks');
+      }
     });
 
     it('names the command a user may not run (PUBLISH in the release script)', async () => {
