@@ -60,7 +60,8 @@ async function main(): Promise<void> {
   process.stdout.write(`\n${tables}`);
   const dir = join(ROOT, 'bench', 'results');
   mkdirSync(dir, { recursive: true });
-  const base = mode === 'full' ? 'latest' : config.only.length === 1 && config.only[0] === 'scale' ? 'scale' : mode;
+  // The opt-in scale scenario keeps its own results (the README quotes them), apart from other partial runs.
+  const base = mode === 'full' ? 'latest' : mode === 'partial' && config.only.length === 1 && config.only[0] === 'scale' ? 'scale' : mode;
   writeFileSync(join(dir, `${base}.json`), `${JSON.stringify(results, null, 2)}\n`);
   writeFileSync(join(dir, `${base}.svg`), await renderChart(results));
   if (mode === 'full') {

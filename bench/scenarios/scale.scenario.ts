@@ -78,7 +78,10 @@ export async function holdMany(url: string, stats: RedisStats, locks: number, le
       if (m.includes('falling behind')) warnings.behind++;
       else if (m.includes('renewal of')) warnings.renewalFailed++;
       else if (m.startsWith('lost')) warnings.lost++;
-      else warnings.other++;
+      else {
+        warnings.other++;
+        if (warnings.other <= 3) log(`scale: engine warning: ${m}`);
+      }
     },
     error: () => warnings.other++,
   };
@@ -102,7 +105,16 @@ export async function holdMany(url: string, stats: RedisStats, locks: number, le
     const lostWhileHeld = lost;
     const rssMb = process.memoryUsage().rss / 1e6;
     const r0 = performance.now();
-    const results = await Promise.all(handles.map((h) => h.release().catch(() => false)));
+    let firstError: unknown;
+    const results = await Promise.all(
+      handles.map((h) =>
+        h.release().catch((err: unknown) => {
+          firstError ??= err;
+          return false;
+        }),
+      ),
+    );
+    if (firstError !== undefined) log(`scale: first release error: ${String(firstError)}`);
     const releaseS = (performance.now() - r0) / 1000;
     const releasedFalse = results.filter((ok) => !ok).length;
     const lostOnRelease = lost - lostWhileHeld;

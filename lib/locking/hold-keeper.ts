@@ -89,9 +89,10 @@ export class HoldKeeper implements HoldReleaser {
       return false;
     }
     const seq = owner.nextSeq();
+    const calledAt = performance.now();
     try {
       const reply = await owner.oneAtATime(hold.lane, () => this.store.release(hold.lock, hold.token, seq), limit);
-      if (reply === 'not-held') {
+      if (reply === 'not-held' && !ranOutInTransit(hold, calledAt)) {
         this.markLost(hold, 'not-in-redis');
         return false;
       }
@@ -196,4 +197,15 @@ export class HoldKeeper implements HoldReleaser {
         }),
     };
   }
+}
+
+/**
+ * Whether a release that found `hold` gone may simply have reached Redis after its lease ran out: the hold was valid
+ * when `release()` was called (so the critical section ended under the lock) and its local deadline passed while
+ * the release was on its way (e.g. queued behind thousands of commands). The lock is free either way, as the
+ * release wanted; it is not reported lost. Had Redis dropped it before that deadline, it would have been taken away
+ * (`forceRelease`, data loss), which is a loss.
+ */
+function ranOutInTransit(hold: Hold, calledAt: number): boolean {
+  return calledAt < hold.validUntil && performance.now() >= hold.validUntil;
 }

@@ -305,8 +305,12 @@ export class LockEngine {
   private settleWithin(acquisition: Promise<LockHandle | null>, ms: number, key: string): Promise<LockHandle | null> {
     return new Promise((resolve, reject) => {
       let late = false;
-      const timer = setTimeout(() => {
+      let settled = false;
+      const timer = setTimeout(() => setImmediate(() => giveUp()), ms);
+      const giveUp = () => {
+        if (settled) return;
         late = true;
+        settled = true;
         reject(
           new LockUnavailableError({
             key,
@@ -315,15 +319,18 @@ export class LockEngine {
             detail: `the acquisition did not settle within waitTimeoutMs + commandTimeoutMs (${ms - BOUND_MARGIN_MS} ms): Redis answers too slowly`,
           }),
         );
-      }, ms);
+      };
       acquisition.then(
         (handle) => {
           clearTimeout(timer);
+          settled = true;
           if (!late) return resolve(handle);
           handle?.release().catch((err: unknown) => this.logger.warn(`releasing "${key}" granted too late failed: ${errorText(err)}`));
         },
         (err: unknown) => {
           clearTimeout(timer);
+          if (late) return;
+          settled = true;
           // As the acquisition rejected: an aborted wait rejects with the signal's own reason, whatever it is.
           // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
           reject(err);

@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import type { LockError } from '../errors/lock.error.js';
 import type { LockOperation } from '../errors/lock-unavailable.error.js';
 import type { LockInfo, LockMode } from '../types/lock.types.js';
@@ -13,6 +14,12 @@ import type {
   WakeUpSubscription,
 } from './lock-store.js';
 import { TIMED_OUT } from './redis-failures.js';
+
+/** How much longer than the command timeout a call may wait behind this process's own commands while Redis answers. */
+export const MAX_BACKLOG_FACTOR = 10;
+
+/** A call's timer firing this much later than due means the event loop was stalled, in milliseconds. */
+const STALL_MS = 50;
 
 /** The answer of an `acquire` that came (or failed) after its caller was told it timed out. */
 const lateAcquires = new WeakMap<object, Promise<AcquireReply>>();
@@ -31,6 +38,11 @@ export function lateAcquireOf(err: unknown): Promise<AcquireReply> | undefined {
  * unbounded offline queue passed in by the application), and no raw driver error gets out.
  */
 export class BoundedLockStore implements LockStore {
+  /** When Redis last answered a call of this store (performance.now()). */
+  private lastAnswerAt = Number.NEGATIVE_INFINITY;
+  /** When this process last came back from a stall (a timer of a call fired late). */
+  private resumedAt = Number.NEGATIVE_INFINITY;
+
   constructor(
     private readonly inner: LockStore,
     private readonly timeoutMs: number,
@@ -100,21 +112,56 @@ export class BoundedLockStore implements LockStore {
     return this.inner.close();
   }
 
-  /** `pending`, or a `LockError` once `timeoutMs` passed without an answer (`onTimeout` sees that error first). */
+  /**
+   * `pending`, or a `LockError` once Redis has been silent for `timeoutMs`: no answer to this call, nor to any other
+   * call of this store, for that long while this process was running. While Redis keeps answering, a call queued
+   * behind this process's own burst of commands (100,000 releases at once) waits its turn, up to
+   * `MAX_BACKLOG_FACTOR × timeoutMs`; a paused, dead or cut-off Redis answers nothing, so calls fail `timeoutMs` after
+   * its last answer. Time this process itself was stalled (a blocked event loop: its commands may not even have
+   * left it) does not count as silence. (`onTimeout` sees the error first.)
+   */
   private bound<T>(pending: Promise<T>, operation: LockOperation, key: string | undefined, onTimeout?: (err: LockError) => void): Promise<T> {
+    const startedAt = performance.now();
     return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
+      let settled = false;
+      let timer: NodeJS.Timeout;
+      let dueAt = startedAt + this.timeoutMs;
+      const arm = (ms: number) => {
+        dueAt = performance.now() + ms;
+        timer = setTimeout(fired, ms);
+      };
+      const fired = () => {
+        // A timer firing late means the event loop was stalled: Redis may have answered meanwhile, unread.
+        if (performance.now() - dueAt > STALL_MS) this.resumedAt = performance.now();
+        // Timers run before I/O in each turn of the event loop: decide after the I/O of this turn.
+        setImmediate(decide);
+      };
+      const decide = () => {
+        if (settled) return;
+        const now = performance.now();
+        const silentMs = now - Math.max(this.lastAnswerAt, this.resumedAt);
+        if (silentMs < this.timeoutMs && now - startedAt < this.timeoutMs * MAX_BACKLOG_FACTOR) {
+          arm(this.timeoutMs - silentMs);
+          return;
+        }
+        settled = true;
         const err = this.inner.describeFailure(TIMED_OUT, operation, key, this.timeoutMs);
         onTimeout?.(err);
         reject(err);
-      }, this.timeoutMs);
+      };
+      arm(this.timeoutMs);
       pending.then(
         (value) => {
+          this.lastAnswerAt = performance.now();
           clearTimeout(timer);
+          if (settled) return;
+          settled = true;
           resolve(value);
         },
         (err: unknown) => {
           clearTimeout(timer);
+          if (settled) return;
+          settled = true;
           reject(this.inner.describeFailure(err, operation, key, this.timeoutMs));
         },
       );

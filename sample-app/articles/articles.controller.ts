@@ -14,7 +14,10 @@ export class ArticlesController {
     return this.articles.find(id);
   }
 
-  /** One writer at a time per article. */
+  /**
+   * One writer at a time per article. The write carries the lock's fencing token: 409 (`StaleWriteException`) if
+   * this request's lock ran out and a newer holder has written the article meanwhile.
+   */
   @Put(':id')
   @WriteLocked('article:<id>')
   update(@Param('id') id: string, @Body() dto: UpdateArticleDto): Promise<Article> {

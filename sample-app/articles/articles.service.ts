@@ -1,15 +1,44 @@
 import { Inject, Injectable, NotFoundException } from '@nestjs/common';
 import type { Redis } from 'ioredis';
-import { WriteLocked } from '../../lib/index.js';
+import { LockService, WriteLocked } from '../../lib/index.js';
 import type { Article, UpdateArticleDto } from './article.dto.js';
 import { ARTICLES_REDIS } from './articles.redis.js';
+import { StaleWriteException } from './stale-write.exception.js';
 
 const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-/** Articles stored in Redis: `articles:<id>` (a hash) and `articles:<id>:likes` (a counter). */
+/**
+ * One write of the article store, applied only if its fencing token is not smaller than the last one the article was
+ * written with (checked and recorded in the same script, so no write can slip in between).
+ * KEYS[1]: the key written; KEYS[2]: the article's last fencing token.
+ * ARGV[1]: this write's fencing token, or '' for an unfenced write; ARGV[2]: the command (SET or HSET); ARGV[3..]:
+ * its arguments after the key.
+ * Returns { 1 } when applied, { 0, last fencing token } when refused.
+ */
+const FENCED_WRITE = `
+local last = tonumber(redis.call('GET', KEYS[2]) or '0')
+if ARGV[1] ~= '' then
+  if tonumber(ARGV[1]) < last then return { 0, last } end
+  redis.call('SET', KEYS[2], ARGV[1])
+end
+redis.call(ARGV[2], KEYS[1], unpack(ARGV, 3))
+return { 1 }
+`;
+
+/**
+ * Articles stored in Redis: `articles:<id>` (a hash), `articles:<id>:likes` (a counter) and `articles:<id>:fence`
+ * (the largest fencing token the article was written with).
+ *
+ * Writes made under the article's write lock carry that lock's fencing token, and the store refuses one whose token
+ * is smaller than the last applied (`StaleWriteException`, HTTP 409): a holder that lost its lock while paused (its
+ * lease ran out, another caller took the lock and wrote) cannot overwrite the newer holder's data when it wakes up.
+ */
 @Injectable()
 export class ArticlesService {
-  constructor(@Inject(ARTICLES_REDIS) private readonly redis: Redis) {}
+  constructor(
+    @Inject(ARTICLES_REDIS) private readonly redis: Redis,
+    private readonly locks: LockService,
+  ) {}
 
   async find(id: string): Promise<Article> {
     const [fields, likes] = await Promise.all([this.redis.hgetall(`articles:${id}`), this.redis.get(`articles:${id}:likes`)]);
@@ -17,17 +46,21 @@ export class ArticlesService {
     return { id, title: fields.title, body: fields.body ?? '', likes: Number(likes ?? 0), version: Number(fields.version ?? 0) };
   }
 
-  /** Read-modify-write of the whole article: the version goes up by one per update. */
+  /**
+   * Read-modify-write of the whole article: the version goes up by one per update. Fenced when called under the
+   * article's write lock (the controller's `@WriteLocked('article:<id>')`).
+   * @throws {StaleWriteException} when a newer lock holder has written the article meanwhile.
+   */
   async update(id: string, dto: UpdateArticleDto): Promise<Article> {
     const version = Number((await this.redis.hget(`articles:${id}`, 'version')) ?? 0);
     await pause(1);
-    await this.redis.hset(`articles:${id}`, { title: dto.title, body: dto.body, version: version + 1 });
+    await this.write(id, `articles:${id}`, ['HSET', 'title', dto.title, 'body', dto.body, 'version', version + 1]);
     return this.find(id);
   }
 
   /**
    * A deliberately racy read-modify-write (GET, an await, then SET). Safe only under the article's write
-   * lock, which the callers hold; re-entering it here costs no wait.
+   * lock, which the callers hold; re-entering it here costs no wait. The SET is fenced like `update`.
    */
   @WriteLocked('article:<id>')
   async like(id: string): Promise<number> {
@@ -42,7 +75,23 @@ export class ArticlesService {
   private async incrementLikes(id: string): Promise<number> {
     const likes = Number((await this.redis.get(`articles:${id}:likes`)) ?? 0);
     await pause(2);
-    await this.redis.set(`articles:${id}:likes`, likes + 1);
+    await this.write(id, `articles:${id}:likes`, ['SET', likes + 1]);
     return likes + 1;
+  }
+
+  /**
+   * Applies `command` to `key` with the fencing token of the article's write lock, if the caller holds it (calls
+   * without that lock, such as `likeUnlocked`, write unfenced).
+   */
+  private async write(id: string, key: string, command: readonly [string, ...(string | number)[]]): Promise<void> {
+    const token = this.fencingToken(id);
+    const result = (await this.redis.eval(FENCED_WRITE, 2, key, `articles:${id}:fence`, token ?? '', ...command)) as [number, number?];
+    if (result[0] !== 1) throw new StaleWriteException(id, token!, Number(result[1]));
+  }
+
+  /** The fencing token of the write lock on `article:<id>` this call runs under, if any. */
+  private fencingToken(id: string): number | undefined {
+    const lock = this.locks.current();
+    return lock?.mode === 'write' ? lock.fencingTokens[`article:${id}`] : undefined;
   }
 }
