@@ -33,6 +33,11 @@ const badKeys: [string, unknown][] = [
   ['1025 ASCII bytes', 'x'.repeat(1025)],
   ['1026 UTF-8 bytes in 513 characters', 'é'.repeat(513)],
   ["a key starting with '}'", '}abc'],
+  // Lone surrogates have no UTF-8 form: each would be written as U+FFFD, so all would share one lock.
+  ['a lone high surrogate', '\uD800'],
+  ['another lone high surrogate', '\uD801'],
+  ['a lone low surrogate inside a key', 'a\uDC00b'],
+  ['a high surrogate at the end', 'article:\uD83D'],
 ];
 
 describe('validation before Redis is touched', () => {
@@ -96,7 +101,8 @@ describe('validation before Redis is touched', () => {
   });
 
   it('accepts keys up to 1024 bytes, and braces inside a key', async () => {
-    for (const key of ['x'.repeat(1024), 'é'.repeat(512), 'a}b', '{x}', 'x{']) {
+    // Surrogate pairs (emoji) are well-formed: each is its own key.
+    for (const key of ['x'.repeat(1024), 'é'.repeat(512), 'a}b', '{x}', 'x{', '\u{1F600}', 'article:\u{1F601}']) {
       const lock = await engine.acquire(key, { waitTimeoutMs: 0 });
       expect((await engine.inspect(key))?.holders).toHaveLength(1);
       expect(await lock.release()).toBe(true);
