@@ -7,5 +7,5 @@ export { LockUpgradeError } from './lock-upgrade.error.js';
 export { LockKeyError } from './lock-key.error.js';
 export { LockConfigError } from './lock-config.error.js';
 export { LockClosedError } from './lock-closed.error.js';
-export { LockUnavailableError, LOCK_UNAVAILABLE_RETRY_AFTER_S } from './lock-unavailable.error.js';
+export { LockUnavailableError } from './lock-unavailable.error.js';
 export type { LockUnavailableReason, LockOperation } from './lock-unavailable.error.js';

@@ -133,6 +133,8 @@ export class LockEngine {
    * @throws {LockAcquireTimeoutError} when the lock was not granted in time.
    * @throws {LockKeyError} for an invalid key, {LockConfigError} for an invalid option, before Redis is touched.
    * @throws {LockUpgradeError} when the caller holds the read lock and asks for the write lock.
+   * @throws {LockUnavailableError} when Redis cannot be reached or does not answer in time (settles within
+   * `waitTimeoutMs + commandTimeoutMs` whatever Redis does).
    */
   acquire(keys: string | readonly string[], options?: AcquireOptions): Promise<LockHandle> {
     return this.run(() => validateKeys(keys), options, true) as Promise<LockHandle>;

@@ -59,6 +59,8 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown, OnA
    * @throws {LockAcquireTimeoutError} when the lock was not granted in time.
    * @throws {LockKeyError} / {LockConfigError} for an invalid key or option, before Redis is touched.
    * @throws {LockUpgradeError} when the caller holds the read lock and asks for the write lock.
+   * @throws {LockUnavailableError} when Redis cannot be reached or does not answer in time (settles within
+   * `waitTimeoutMs + commandTimeoutMs` whatever Redis does).
    */
   acquire(keys: string | readonly string[], options?: AcquireOptions): Promise<LockHandle> {
     return this.engine.acquire(keys, options);

@@ -26,13 +26,13 @@ function isClient(input: unknown): input is Redis | Cluster {
   return input instanceof Redis || input instanceof Cluster;
 }
 
-/** How the library tunes the connections it opens (the application's own settings win). */
+/** @internal How the library tunes the connections it opens (the application's own settings win). */
 export interface ConnectionTuning {
   readonly commandTimeoutMs: number;
 }
 
 /**
- * Defaults for connections the library opens: a command queued while disconnected fails after one reconnect
+ * @internal Defaults for connections the library opens: a command queued while disconnected fails after one reconnect
  * attempt instead of twenty (the library bounds each call anyway; this keeps the offline queue short), and a
  * connection attempt that gets no answer is given up after the command timeout (at least one second).
  */
@@ -40,7 +40,7 @@ export function ownedConnectionDefaults(tuning: ConnectionTuning): RedisOptions 
   return { maxRetriesPerRequest: 1, connectTimeout: Math.max(tuning.commandTimeoutMs, 1_000) };
 }
 
-/** Opens (or adopts) the command connection and opens the subscriber connection. */
+/** @internal Opens (or adopts) the command connection and opens the subscriber connection. */
 export function openConnections(input: RedisConnectionInput | undefined, tuning: ConnectionTuning = { commandTimeoutMs: 2_000 }): LockConnections {
   const defaults = ownedConnectionDefaults(tuning);
   let client: RedisClient;
@@ -99,7 +99,7 @@ async function quietly(c: RedisClient, timeoutMs: number): Promise<void> {
 }
 
 /**
- * Reports a connection's trouble once per outage: the first error after it was up (`lost`), then nothing until it
+ * @internal Reports a connection's trouble once per outage: the first error after it was up (`lost`), then nothing until it
  * is ready again (`restored`, with how long it was down). ioredis emits an error per reconnect attempt; this turns
  * them into one line when the connection drops and one when it is back.
  */
