@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { LockLostError } from '../errors/lock-lost.error.js';
 import type { LockLostReason } from '../errors/lock-lost.error.js';
 import { LockUnavailableError } from '../errors/lock-unavailable.error.js';
-import type { LockStore } from '../redis/lock-store.js';
+import type { LockStore, ReleaseReply } from '../redis/lock-store.js';
 import type { Hold } from './hold.js';
 import type { LeftoverHold, Leftovers } from './leftovers.js';
 import { errorText } from './lock-events.js';
@@ -64,13 +64,7 @@ export class HoldKeeper implements HoldReleaser {
     const limit = this.laneLimit(hold);
     if (hold.count > 0) {
       if (hold.lost) return false;
-      const seq = owner.nextSeq();
-      const reply = await owner
-        .oneAtATime(hold.lane, () => this.store.release(hold.lock, hold.token, seq), limit)
-        .catch((err: unknown) => {
-          this.leftovers.retryRelease(this.target(hold), seq);
-          throw err;
-        });
+      const reply = await this.releaseOnLane(hold, limit);
       if (reply === 'not-held') {
         this.markLost(hold, 'not-in-redis');
         return false;
@@ -88,22 +82,40 @@ export class HoldKeeper implements HoldReleaser {
       }
       return false;
     }
-    const seq = owner.nextSeq();
     const calledAt = performance.now();
     try {
-      const reply = await owner.oneAtATime(hold.lane, () => this.store.release(hold.lock, hold.token, seq), limit);
+      const reply = await this.releaseOnLane(hold, limit);
       if (reply === 'not-held' && !ranOutInTransit(hold, calledAt)) {
         this.markLost(hold, 'not-in-redis');
         return false;
       }
       this.events.emit('released', { key: hold.key, mode: hold.mode, owner: owner.id, heldMs: performance.now() - hold.acquiredAt });
       return true;
-    } catch (err) {
-      // Unknown outcome: the same release is re-sent until Redis answers (it is applied once).
-      this.leftovers.retryRelease(this.target(hold), seq);
-      throw err;
     } finally {
       this.watchdog.remove(hold);
+    }
+  }
+
+  /**
+   * Releases one level of `hold` on its lane, the operation number taken when its turn comes (commands of one lane
+   * must reach the store with increasing numbers). Without an answer, the release is left to `Leftovers`: the same
+   * command re-sent until answered, or sent once the lane is free if it never left.
+   */
+  private async releaseOnLane(hold: Hold, limit: LaneWaitLimit): Promise<ReleaseReply> {
+    const { owner } = hold;
+    let seq: number | undefined;
+    try {
+      return await owner.oneAtATime(
+        hold.lane,
+        () => {
+          seq = owner.nextSeq();
+          return this.store.release(hold.lock, hold.token, seq);
+        },
+        limit,
+      );
+    } catch (err) {
+      this.leftovers.retryRelease(this.target(hold), seq);
+      throw err;
     }
   }
 

@@ -20,8 +20,8 @@ export interface HoldOwner {
   nextSeq(): number;
   /** Runs `op` once no other command of this owner on `lane` is in flight (see `LockOwner.oneAtATime`). */
   oneAtATime<T>(lane: string, op: () => Promise<T>, waitLimit?: LaneWaitLimit): Promise<T>;
-  /** Keeps `lane` busy until `task` settles (see `LockOwner.occupy`). */
-  occupy(lane: string, task: Promise<unknown>): void;
+  /** Runs `work` on `lane` after its current command, keeping the lane busy meanwhile (see `LockOwner.occupy`). */
+  occupy(lane: string, work: () => Promise<unknown>): Promise<unknown>;
   /** Forgets `hold` if it is still the owner's current hold of its key and mode. */
   forget(hold: Hold): void;
   /** The owner's current hold on `ownerKey` in `mode`, if any. */

@@ -61,10 +61,14 @@ export class Leftovers {
     });
   }
 
-  /** A release (`seq`: one level) got no answer: re-sends it until Redis answers. */
-  retryRelease(target: LeftoverHold, seq: number): void {
+  /**
+   * A release of one level got no answer (`seq` given: it is re-sent until Redis answers), or could not be sent
+   * (`seq` undefined: it is sent once the lane is free, under a fresh operation number).
+   */
+  retryRelease(target: LeftoverHold, seq: number | undefined): void {
     this.run(target, async () => {
-      await this.untilAnswered(target, 'release', () => this.store.release(target.lock, target.token, seq));
+      const s = seq ?? target.owner.nextSeq();
+      await this.untilAnswered(target, 'release', () => this.store.release(target.lock, target.token, s));
     });
   }
 
@@ -93,10 +97,12 @@ export class Leftovers {
   }
 
   private run(target: LeftoverHold, work: () => Promise<void>): void {
-    const task = work().catch((err: unknown) => this.logger.warn(`clean-up of "${target.lock.key}" failed: ${errorText(err)}`));
+    const task = target.owner
+      .occupy(target.lane, work)
+      .then(() => undefined)
+      .catch((err: unknown) => this.logger.warn(`clean-up of "${target.lock.key}" failed: ${errorText(err)}`));
     this.tasks.add(task);
     void task.then(() => this.tasks.delete(task));
-    target.owner.occupy(target.lane, task);
   }
 
   /**

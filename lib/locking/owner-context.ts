@@ -62,19 +62,22 @@ export class LockOwner implements HoldOwner {
   }
 
   /**
-   * Keeps `lane` busy until `task` settles (after whatever runs on it now): the background clean-up of a command
-   * whose outcome is unknown must finish before this owner sends another command with the same token on the lock.
+   * Runs `work` on `lane` once the command on it now (if any) has settled, and keeps the lane busy until `work` has
+   * settled: the background clean-up of a command whose outcome is unknown runs before any later command of this
+   * owner with the same token on that lock (and takes its operation numbers in that order).
    */
-  occupy(lane: string, task: Promise<unknown>): void {
+  occupy(lane: string, work: () => Promise<unknown>): Promise<unknown> {
     const before = this.pending.get(lane);
     const run = (async () => {
       if (before) await before.catch(() => undefined);
-      await task.catch(() => undefined);
+      return work();
     })();
-    this.pending.set(lane, run);
-    void run.then(() => {
-      if (this.pending.get(lane) === run) this.pending.delete(lane);
+    const settled = run.catch(() => undefined);
+    this.pending.set(lane, settled);
+    void settled.then(() => {
+      if (this.pending.get(lane) === settled) this.pending.delete(lane);
     });
+    return run;
   }
 
   token(mode: LockMode): string {

@@ -18,7 +18,7 @@ const owner: HoldOwner = {
   id: 'owner-1',
   nextSeq: () => 1,
   oneAtATime: <T>(_lane: string, op: () => Promise<T>) => op(),
-  occupy: () => undefined,
+  occupy: (_lane: string, work: () => Promise<unknown>) => work(),
   forget: () => undefined,
   hold: () => undefined,
 };

@@ -104,6 +104,20 @@ describe('when Redis fails', () => {
       await again?.release();
     });
 
+    it('a re-entry granted after its caller gave up is undone: the outer release frees the lock', async () => {
+      const a = engine();
+      const result = await a.withLock('k', async () => {
+        server.pause();
+        const nested = await timed(a.withLock('k', () => 'inner'));
+        server.resume();
+        return nested;
+      });
+      expect(result.ms).toBeLessThan(WAIT_MS + COMMAND_MS + SLACK_MS);
+      expectUnavailable(result.error, 'acquire', ['timeout']);
+      // Had the late level stayed in Redis, the outer release would leave the lock held for a whole lease.
+      await until(async () => (await keysUnder(admin, a.settings.keyPrefix)).length === 0, 5_000, 'the lock freed');
+    });
+
     it('a holder is told when its lease runs out during the pause, and the lock is free after the resume', async () => {
       const a = engine();
       const b = kit.peer(a);
