@@ -33,11 +33,12 @@ export interface ConnectionTuning {
 
 /**
  * @internal Defaults for connections the library opens: a command queued while disconnected fails after one reconnect
- * attempt instead of twenty (the library bounds each call anyway; this keeps the offline queue short), and a
- * connection attempt that gets no answer is given up after the command timeout (at least one second).
+ * attempt instead of twenty (the library bounds each call anyway; this keeps the offline queue short), a
+ * connection attempt that gets no answer is given up after the command timeout (at least one second), and closing
+ * a connection that is still reconnecting does not keep the process alive for two seconds.
  */
 export function ownedConnectionDefaults(tuning: ConnectionTuning): RedisOptions {
-  return { maxRetriesPerRequest: 1, connectTimeout: Math.max(tuning.commandTimeoutMs, 1_000) };
+  return { maxRetriesPerRequest: 1, connectTimeout: Math.max(tuning.commandTimeoutMs, 1_000), disconnectTimeout: 200 };
 }
 
 /** @internal Opens (or adopts) the command connection and opens the subscriber connection. */

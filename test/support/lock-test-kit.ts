@@ -39,6 +39,7 @@ export class LockTestKit {
   readonly logger = new MemoryLogger();
   private readonly closers: (() => Promise<unknown>)[] = [];
   private readonly prefixes: { readonly url: string; readonly prefix: string }[] = [];
+  private readonly listers: { readonly prefix: string; readonly list: (prefix: string) => Promise<string[]> }[] = [];
   private readonly worlds: { readonly world: MemoryLockWorld; readonly prefix: string }[] = [];
   private readonly servers: RedisServerProcess[] = [];
 
@@ -142,6 +143,14 @@ export class LockTestKit {
     if (!this.prefixes.some((p) => p.url === url && p.prefix === prefix)) this.prefixes.push({ url, prefix });
   }
 
+  /**
+   * Checks at `closeAll` that `list(prefix)` finds nothing, for stores one client cannot scan (e.g. a Cluster: see
+   * `RedisCluster.keysUnder` in topologies.ts).
+   */
+  watchKeys(prefix: string, list: (prefix: string) => Promise<string[]>): void {
+    if (!this.listers.some((l) => l.prefix === prefix && l.list === list)) this.listers.push({ prefix, list });
+  }
+
   /** Anything else to close (last in, first closed). */
   add(closer: () => Promise<unknown>): void {
     this.closers.push(closer);
@@ -160,6 +169,7 @@ export class LockTestKit {
           client.disconnect();
         }
       }
+      for (const { prefix, list } of this.listers.splice(0)) leftovers.push(...(await list(prefix)));
       expect(leftovers).toEqual([]);
     } finally {
       for (const server of this.servers.splice(0)) await server.stop();

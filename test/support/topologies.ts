@@ -1,0 +1,527 @@
+// Real Redis topologies for tests, from the same binaries as the standalone test Redis: a 3-master Redis Cluster, and
+// a Sentinel set (1 master, 1 replica, 3 sentinels) whose master can be killed to provoke a failover. Nothing here
+// mocks Redis: every node is a real process on a free loopback port, started without persistence in a temp dir.
+import { execFile, spawn, spawnSync } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { Cluster, Redis } from 'ioredis';
+import type { ClusterOptions, RedisOptions } from 'ioredis';
+import { findRedisServer, freePort } from '../../tools/redis-server.mjs';
+import { answersPing } from './faults.js';
+import type { FaultResources } from './faults.js';
+import { keysUnder } from './redis.js';
+
+/** A node's loopback address. */
+export interface NodeAddress {
+  readonly host: string;
+  readonly port: number;
+}
+
+const HOST = '127.0.0.1';
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+// ---------------------------------------------------------------------------------------------------------------
+// Processes: spawned unref'd (a forgotten topology must not keep the test process alive), with the tail of their
+// output kept for error messages, and killed by a process-exit hook if nobody disposed them.
+// ---------------------------------------------------------------------------------------------------------------
+
+const exitCleanups = new Set<() => void>();
+let exitHookInstalled = false;
+function onExit(cleanup: () => void): () => void {
+  if (!exitHookInstalled) {
+    exitHookInstalled = true;
+    process.once('exit', () => {
+      for (const fn of exitCleanups) {
+        try {
+          fn();
+        } catch {
+          // best effort while exiting
+        }
+      }
+    });
+  }
+  exitCleanups.add(cleanup);
+  return () => exitCleanups.delete(cleanup);
+}
+
+function killNow(pid: number | undefined): void {
+  if (pid === undefined) return;
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+}
+
+function which(name: string): string | null {
+  const found = spawnSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8' });
+  const path = found.stdout.trim();
+  return found.status === 0 && path ? path : null;
+}
+
+/** How to start a sentinel: Debian's `redis-sentinel`, else `redis-server --sentinel` (the same program). */
+function sentinelCommand(): { readonly bin: string; readonly extra: readonly string[] } | null {
+  const sentinel = which('redis-sentinel');
+  if (sentinel) return { bin: sentinel, extra: [] };
+  const server = findRedisServer();
+  return server ? { bin: server, extra: ['--sentinel'] } : null;
+}
+
+function run(cmd: string, args: readonly string[], timeoutMs = 20_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(cmd, args, { encoding: 'utf8', timeout: timeoutMs }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`${cmd} ${args.join(' ')} failed: ${(stderr || stdout).trim() || err.message}`));
+      else resolve(stdout);
+    });
+  });
+}
+
+/** One redis-server (or sentinel) process of a topology. */
+class NodeProcess {
+  private output = '';
+
+  private constructor(
+    readonly role: string,
+    readonly port: number,
+    private readonly child: ChildProcess,
+  ) {
+    const keep = (chunk: Buffer) => {
+      this.output = (this.output + chunk.toString()).slice(-4_000);
+    };
+    child.stdout?.on('data', keep);
+    child.stderr?.on('data', keep);
+    child.unref();
+    for (const stream of [child.stdout, child.stderr]) (stream as unknown as { unref?: () => void } | null)?.unref?.();
+  }
+
+  /** Spawns `bin args` and resolves once it answers PING on `port`. */
+  static async start(role: string, port: number, bin: string, args: readonly string[], track: (node: NodeProcess) => void): Promise<NodeProcess> {
+    const node = new NodeProcess(role, port, spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] }));
+    track(node);
+    const deadline = performance.now() + 10_000;
+    for (;;) {
+      if (node.exited) throw new Error(`${role} on port ${port} exited (${node.child.exitCode ?? node.child.signalCode}):\n${node.output}`);
+      if (await answersPing(HOST, port, 200)) return node;
+      if (performance.now() > deadline) throw new Error(`${role} on port ${port} did not answer PING within 10 s:\n${node.output}`);
+      await sleep(10);
+    }
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  get exited(): boolean {
+    return this.child.exitCode !== null || this.child.signalCode !== null;
+  }
+
+  /** SIGKILL; resolves once the process is gone. */
+  async kill(): Promise<void> {
+    if (this.exited) return;
+    const gone = new Promise<void>((resolve) => this.child.once('exit', () => resolve()));
+    // Awaited: the child must keep the event loop alive until its exit is seen.
+    this.child.ref();
+    this.child.kill('SIGKILL');
+    await gone;
+  }
+}
+
+/** `count` distinct free loopback ports. */
+async function freePorts(count: number): Promise<number[]> {
+  const ports = new Set<number>();
+  while (ports.size < count) ports.add(await freePort());
+  return [...ports];
+}
+
+/** One command on a fresh connection to `port` (no retries, no offline queue), then closed. */
+async function command(port: number, args: readonly (string | number)[], timeoutMs = 2_000): Promise<unknown> {
+  const client = new Redis({
+    host: HOST,
+    port,
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: timeoutMs,
+    commandTimeout: timeoutMs,
+  });
+  client.on('error', () => {
+    // reported through the command's rejection
+  });
+  try {
+    await client.connect();
+    const [name, ...rest] = args;
+    return await client.call(String(name), ...rest);
+  } finally {
+    client.disconnect();
+  }
+}
+
+/** Polls `check` every 50 ms until it returns a value other than `undefined`; throws after `timeoutMs`. */
+async function poll<T>(what: string, timeoutMs: number, check: () => Promise<T | undefined>): Promise<T> {
+  const deadline = performance.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined) return value;
+    } catch (err) {
+      last = err;
+    }
+    if (performance.now() > deadline) {
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`);
+    }
+    await sleep(50);
+  }
+}
+
+/** Closes an ioredis client: QUIT bounded by one second, then disconnect. Never rejects. */
+async function closeClient(client: Redis | Cluster): Promise<void> {
+  if (client.status === 'end') return;
+  if (client.status === 'ready') {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([client.quit().catch(() => undefined), new Promise((r) => (timer = setTimeout(r, 1_000)))]);
+    clearTimeout(timer);
+  }
+  if ((client.status as string) !== 'end') client.disconnect();
+}
+
+/** Shared base: the processes and temp dir of one topology, and their cleanup (dispose, or process exit). */
+abstract class Topology {
+  protected readonly dir = mkdtempSync(join(tmpdir(), 'nest-redis-locks-topology-'));
+  protected readonly processes: NodeProcess[] = [];
+  private readonly forgetExit: () => void;
+  private disposed = false;
+
+  protected constructor() {
+    this.forgetExit = onExit(() => {
+      for (const p of this.processes) killNow(p.pid);
+      rmSync(this.dir, { recursive: true, force: true });
+    });
+  }
+
+  protected spawnNode(role: string, port: number, bin: string, args: readonly string[]): Promise<NodeProcess> {
+    return NodeProcess.start(role, port, bin, args, (node) => this.processes.push(node));
+  }
+
+  /** What to close before the processes are killed (clients). */
+  protected async closeClients(): Promise<void> {
+    // none by default
+  }
+
+  /** Kills every process of the topology and removes its directory. Safe to call more than once. */
+  async dispose(): Promise<void> {
+    if (this.disposed) return;
+    this.disposed = true;
+    try {
+      await this.closeClients();
+    } finally {
+      await Promise.all(this.processes.map((p) => p.kill()));
+      rmSync(this.dir, { recursive: true, force: true });
+      this.forgetExit();
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Redis Cluster
+// ---------------------------------------------------------------------------------------------------------------
+
+/**
+ * A Redis Cluster of 3 masters (no replicas) on free loopback ports, without persistence, its `nodes.conf` files in
+ * a temp dir, joined with `redis-cli --cluster create`. `start` resolves once every node reports
+ * `cluster_state:ok`. `client()` opens an ioredis `Cluster` on it (closed by `dispose`, or earlier by `close`).
+ *
+ * Cleanup: `dispose()` closes the clients, kills the nodes and removes the directory; pass `resources` (e.g. a
+ * `LockTestKit`) to have it disposed with them; a process-exit hook kills whatever was not disposed.
+ */
+export class RedisCluster extends Topology {
+  private readonly clients = new Set<Cluster>();
+  private nodeList: NodeAddress[] = [];
+
+  static async start(resources?: FaultResources): Promise<RedisCluster> {
+    const reason = await topologySupport();
+    if (reason) throw new Error(`cannot start a Redis Cluster: ${reason}`);
+    const cluster = new RedisCluster();
+    resources?.add(() => cluster.dispose());
+    try {
+      await cluster.launch();
+    } catch (err) {
+      await cluster.dispose();
+      throw err;
+    }
+    return cluster;
+  }
+
+  private async launch(): Promise<void> {
+    const bin = findRedisServer() as string;
+    // The cluster bus gets a port of its own (`cluster-port`): the default, port + 10000, may not exist or be free.
+    const ports = await freePorts(6);
+    const nodes = [0, 1, 2].map((i) => ({ port: ports[i], busPort: ports[i + 3] }));
+    await Promise.all(
+      nodes.map(({ port, busPort }) => {
+        const dir = join(this.dir, String(port));
+        mkdirSync(dir);
+        return this.spawnNode('cluster node', port, bin, [
+          '--port', String(port), '--bind', HOST, '--save', '', '--appendonly', 'no', '--dir', dir,
+          '--cluster-enabled', 'yes', '--cluster-config-file', join(dir, 'nodes.conf'), '--cluster-port', String(busPort),
+        ]);
+      }),
+    );
+    this.nodeList = nodes.map(({ port }) => ({ host: HOST, port }));
+    await run('redis-cli', ['--cluster', 'create', ...this.nodeList.map((n) => `${n.host}:${n.port}`), '--cluster-replicas', '0', '--cluster-yes']);
+    await Promise.all(
+      this.nodeList.map((n) =>
+        poll(`cluster_state:ok on ${n.host}:${n.port}`, 10_000, async () => {
+          const info = String(await command(n.port, ['CLUSTER', 'INFO']));
+          return /^cluster_state:ok\r?$/m.test(info) && /^cluster_known_nodes:3\r?$/m.test(info) ? true : undefined;
+        }),
+      ),
+    );
+  }
+
+  /** The masters' addresses (startup nodes for a client). */
+  get nodes(): readonly NodeAddress[] {
+    return this.nodeList;
+  }
+
+  /** A new ioredis `Cluster` client on this cluster; closed by `dispose` unless closed earlier with `close`. */
+  client(options: ClusterOptions = {}): Cluster {
+    const client = new Cluster(
+      this.nodeList.map((n) => ({ host: n.host, port: n.port })),
+      options,
+    );
+    this.clients.add(client);
+    return client;
+  }
+
+  /** Closes a client made by `client()` (QUIT, bounded; then disconnect). Never rejects. */
+  async close(client: Cluster): Promise<void> {
+    this.clients.delete(client);
+    await closeClient(client);
+  }
+
+  /** The master that serves `key`'s slot (`CLUSTER KEYSLOT`, then `CLUSTER SLOTS`). */
+  async masterFor(key: string): Promise<NodeAddress> {
+    const port = this.nodeList[0].port;
+    const slot = Number(await command(port, ['CLUSTER', 'KEYSLOT', key]));
+    const ranges = (await command(port, ['CLUSTER', 'SLOTS'])) as [number, number, [string, number, ...unknown[]]][];
+    const range = ranges.find(([from, to]) => slot >= from && slot <= to);
+    if (!range) throw new Error(`no master serves slot ${slot} of "${key}"`);
+    const [host, masterPort] = range[2];
+    return { host: host || HOST, port: Number(masterPort) };
+  }
+
+  /**
+   * Every key under `prefix` on any master (a SCAN on each: in a Cluster, SCAN sees one node's keys only). Bound, so
+   * it can be handed on as is (e.g. `kit.watchKeys(prefix, cluster.keysUnder)`).
+   */
+  readonly keysUnder = async (prefix: string): Promise<string[]> => {
+    const found: string[] = [];
+    for (const n of this.nodeList) {
+      const client = new Redis({ host: n.host, port: n.port, maxRetriesPerRequest: 2 });
+      try {
+        found.push(...(await keysUnder(client, prefix)));
+      } finally {
+        client.disconnect();
+      }
+    }
+    return found.sort();
+  };
+
+  /** Script calls (EVALSHA and EVAL) every master has served since it started, summed: the library's lock operations. */
+  async scriptCalls(): Promise<number> {
+    let calls = 0;
+    for (const n of this.nodeList) {
+      const stats = String(await command(n.port, ['INFO', 'commandstats']));
+      for (const [, calls2] of stats.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)) calls += Number(calls2);
+    }
+    return calls;
+  }
+
+  protected override async closeClients(): Promise<void> {
+    const clients = [...this.clients];
+    this.clients.clear();
+    await Promise.all(clients.map((c) => closeClient(c)));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Sentinel
+// ---------------------------------------------------------------------------------------------------------------
+
+/** Master group name the sentinels monitor. */
+const MASTER_NAME = 'm';
+
+/**
+ * Redis Sentinel on loopback: 1 master, 1 replica (`replicaof`) and 3 sentinels monitoring the master as `name`
+ * with quorum 2, `down-after-milliseconds 1000` and `failover-timeout 5000`. `start` resolves once every sentinel
+ * reports the master, sees the replica up and knows the 2 other sentinels. `killMaster()` SIGKILLs the current
+ * master; `waitForFailover()` resolves with the new one once every live sentinel reports it.
+ *
+ * Cleanup as `RedisCluster`: `dispose()`, `resources`, and a process-exit hook.
+ */
+export class RedisSentinelSet extends Topology {
+  readonly name = MASTER_NAME;
+  private sentinelList: NodeAddress[] = [];
+  private redisNodes = new Map<number, NodeProcess>();
+  private killedMaster: NodeAddress | undefined;
+
+  static async start(resources?: FaultResources): Promise<RedisSentinelSet> {
+    const reason = await topologySupport();
+    if (reason) throw new Error(`cannot start Redis Sentinel: ${reason}`);
+    const set = new RedisSentinelSet();
+    resources?.add(() => set.dispose());
+    try {
+      await set.launch();
+    } catch (err) {
+      await set.dispose();
+      throw err;
+    }
+    return set;
+  }
+
+  private async launch(): Promise<void> {
+    const bin = findRedisServer() as string;
+    const sentinel = sentinelCommand() as NonNullable<ReturnType<typeof sentinelCommand>>;
+    const [masterPort, replicaPort, ...sentinelPorts] = await freePorts(5);
+    const serverArgs = (port: number) => {
+      const dir = join(this.dir, String(port));
+      mkdirSync(dir);
+      // A replica's first sync would otherwise wait 5 s (repl-diskless-sync-delay) for more replicas to join it.
+      return ['--port', String(port), '--bind', HOST, '--save', '', '--appendonly', 'no', '--dir', dir, '--repl-diskless-sync-delay', '0'];
+    };
+    this.redisNodes.set(masterPort, await this.spawnNode('master', masterPort, bin, serverArgs(masterPort)));
+    this.redisNodes.set(
+      replicaPort,
+      await this.spawnNode('replica', replicaPort, bin, [...serverArgs(replicaPort), '--replicaof', HOST, String(masterPort)]),
+    );
+    await poll('the replica to be in sync', 10_000, async () =>
+      /^master_link_status:up\r?$/m.test(String(await command(replicaPort, ['INFO', 'replication']))) ? true : undefined,
+    );
+    await Promise.all(
+      sentinelPorts.map((port) => {
+        const dir = join(this.dir, `sentinel-${port}`);
+        mkdirSync(dir);
+        // A sentinel rewrites its config file (discovered replicas and sentinels, epochs): it must be writable.
+        const conf = join(dir, 'sentinel.conf');
+        writeFileSync(
+          conf,
+          [
+            `port ${port}`,
+            `bind ${HOST}`,
+            `dir ${dir}`,
+            `sentinel monitor ${MASTER_NAME} ${HOST} ${masterPort} 2`,
+            `sentinel down-after-milliseconds ${MASTER_NAME} 1000`,
+            `sentinel failover-timeout ${MASTER_NAME} 5000`,
+            `sentinel parallel-syncs ${MASTER_NAME} 1`,
+            '',
+          ].join('\n'),
+        );
+        return this.spawnNode('sentinel', port, sentinel.bin, [conf, ...sentinel.extra]);
+      }),
+    );
+    this.sentinelList = sentinelPorts.map((port) => ({ host: HOST, port }));
+    await Promise.all(
+      sentinelPorts.map((port) =>
+        poll(`sentinel ${port} to see the master, the replica and the other sentinels`, 15_000, async () => {
+          const master = await this.masterSeenBy(port);
+          if (master?.port !== masterPort) return undefined;
+          const replicas = (await command(port, ['SENTINEL', 'REPLICAS', MASTER_NAME])) as string[][];
+          const replicaUp = replicas.some((r) => {
+            const f = fields(r);
+            return Number(f.port) === replicaPort && f.flags === 'slave' && f['master-link-status'] === 'ok';
+          });
+          const others = (await command(port, ['SENTINEL', 'SENTINELS', MASTER_NAME])) as string[][];
+          return replicaUp && others.length === 2 ? true : undefined;
+        }),
+      ),
+    );
+  }
+
+  /** The sentinels' addresses. */
+  get sentinels(): readonly NodeAddress[] {
+    return this.sentinelList;
+  }
+
+  /** ioredis options that connect through the sentinels to the current master (`{ sentinels, name }` plus `extra`). */
+  redisOptions(extra: RedisOptions = {}): RedisOptions {
+    return { ...extra, sentinels: this.sentinelList.map((s) => ({ host: s.host, port: s.port })), name: this.name };
+  }
+
+  /** The current master, as the first sentinel that answers reports it (`SENTINEL get-master-addr-by-name`). */
+  async master(): Promise<NodeAddress> {
+    let last: unknown;
+    for (const s of this.sentinelList) {
+      try {
+        const master = await this.masterSeenBy(s.port);
+        if (master) return master;
+      } catch (err) {
+        last = err;
+      }
+    }
+    throw new Error(`no sentinel reports a master for "${this.name}"${last ? `: ${(last as Error).message}` : ''}`);
+  }
+
+  /** SIGKILLs the current master; resolves once its process is gone, with its address. */
+  async killMaster(): Promise<NodeAddress> {
+    const master = await this.master();
+    const node = this.redisNodes.get(master.port);
+    if (!node) throw new Error(`the master ${master.host}:${master.port} is not a process of this set`);
+    await node.kill();
+    this.killedMaster = master;
+    return master;
+  }
+
+  /**
+   * Resolves with the new master once every sentinel reports a master other than the one `killMaster` killed (or
+   * `from`) and it answers as a master; throws after `timeoutMs`.
+   */
+  async waitForFailover(timeoutMs: number, from: NodeAddress | undefined = this.killedMaster): Promise<NodeAddress> {
+    const old = from ?? (await this.master());
+    return poll(`the sentinels to fail over from ${old.host}:${old.port}`, timeoutMs, async () => {
+      const seen = await Promise.all(this.sentinelList.map((s) => this.masterSeenBy(s.port)));
+      const first = seen[0];
+      if (!first || first.port === old.port || seen.some((m) => m?.port !== first.port)) return undefined;
+      const role = (await command(first.port, ['ROLE'])) as unknown[];
+      return role[0] === 'master' ? first : undefined;
+    });
+  }
+
+  private async masterSeenBy(sentinelPort: number): Promise<NodeAddress | undefined> {
+    const reply = (await command(sentinelPort, ['SENTINEL', 'get-master-addr-by-name', MASTER_NAME])) as [string, string] | null;
+    return reply ? { host: reply[0], port: Number(reply[1]) } : undefined;
+  }
+}
+
+/** A flat `[field, value, …]` reply as an object. */
+function fields(flat: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (let i = 0; i + 1 < flat.length; i += 2) out[flat[i]] = flat[i + 1];
+  return out;
+}
+
+let support: Promise<string | null> | undefined;
+
+/**
+ * `null` when this machine can start a `RedisCluster` and a `RedisSentinelSet` (redis-server 7.0 or newer,
+ * redis-cli, and redis-sentinel or redis-server's sentinel mode), otherwise the plain reason, for a skip that says
+ * why. Probes once per process.
+ */
+export function topologySupport(): Promise<string | null> {
+  support ??= probeTopologySupport();
+  return support;
+}
+
+async function probeTopologySupport(): Promise<string | null> {
+  const server = findRedisServer();
+  if (!server) return 'redis-server is not installed (apt-get install -y redis-server)';
+  if (!which('redis-cli')) return 'redis-cli is not installed (apt-get install -y redis-tools)';
+  if (!sentinelCommand()) return 'neither redis-sentinel nor redis-server is installed';
+  const version = /v=(\d+)\./.exec(await run(server, ['--version']).catch(() => ''));
+  if (!version || Number(version[1]) < 7) return `redis-server 7.0 or newer is needed (cluster-port, sharded pub/sub); found ${version?.[0] ?? 'an unknown version'}`;
+  return null;
+}

@@ -1,0 +1,152 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { performance } from 'node:perf_hooks';
+import { Redis } from 'ioredis';
+import { LockError } from '../../lib/errors/lock.error.js';
+import { LockLostError } from '../../lib/errors/lock-lost.error.js';
+import type { LockEngine } from '../../lib/locking/lock-engine.js';
+import { LockTestKit, keysUnder, redisNames, sleep, track, uniquePrefix, until } from '../support/lock-test-kit.js';
+import { RedisSentinelSet, topologySupport } from '../support/topologies.js';
+import type { NodeAddress } from '../support/topologies.js';
+
+const unsupported = await topologySupport();
+if (unsupported) console.warn(`Redis Sentinel tests skipped: ${unsupported}`);
+const maybe = unsupported ? it.skip : it;
+const skipped = unsupported ? ` (skipped: ${unsupported})` : '';
+
+/** Generous bounds: the failover itself takes about 1 s (down-after-milliseconds) plus an election. */
+const LEASE_MS = 6_000;
+const COMMAND_MS = 1_000;
+const WAIT_MS = 10_000;
+const SLACK_MS = 1_500;
+
+describe('through Redis Sentinel, across a failover (master SIGKILLed)', () => {
+  const kit = new LockTestKit();
+  let set: RedisSentinelSet | undefined;
+
+  beforeAll(async () => {
+    if (!unsupported) set = await RedisSentinelSet.start();
+  }, 30_000);
+  afterEach(() => kit.closeAll());
+  afterAll(() => set?.dispose());
+
+  /** Every key under `prefix` on the master the sentinels report now. */
+  async function keysOnMaster(s: RedisSentinelSet, prefix: string): Promise<string[]> {
+    const master = await s.master();
+    const client = new Redis({ host: master.host, port: master.port, maxRetriesPerRequest: 1 });
+    try {
+      return await keysUnder(client, prefix);
+    } finally {
+      client.disconnect();
+    }
+  }
+
+  async function stateOn(master: NodeAddress, prefix: string, key: string): Promise<boolean> {
+    const client = new Redis({ host: master.host, port: master.port, maxRetriesPerRequest: 1 });
+    try {
+      return (await client.exists(redisNames(prefix, key).state)) === 1;
+    } finally {
+      client.disconnect();
+    }
+  }
+
+  maybe(`locks work before and after; the waiter and the holder end cleanly; only LockErrors reach the caller${skipped}`, async () => {
+    const s = set!;
+    const prefix = uniquePrefix('sentinel');
+    kit.watchKeys(prefix, (p) => keysOnMaster(s, p));
+    const errors: unknown[] = [];
+    const raw: unknown[] = [];
+    const onUnhandled = (reason: unknown) => raw.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    kit.add(async () => {
+      process.off('unhandledRejection', onUnhandled);
+    });
+    const engines: LockEngine[] = [];
+    const engine = (): LockEngine => {
+      const e = kit.engine({ redis: s.redisOptions(), keyPrefix: prefix, leaseMs: LEASE_MS, commandTimeoutMs: COMMAND_MS });
+      e.on('lost', (event) => errors.push(event.error));
+      engines.push(e);
+      return e;
+    };
+    const a = engine();
+    const b = engine();
+    const c = engine();
+
+    // Before: exclusion through the sentinels' master.
+    const oldMaster = await s.master();
+    const first = await a.acquire('before');
+    expect(await stateOn(oldMaster, prefix, 'before')).toBe(true);
+    expect(await b.tryAcquire('before')).toBeNull();
+    await first.release();
+
+    // A holder and a waiter.
+    const holder = await a.acquire('held');
+    const waitStart = performance.now();
+    const waiter = track(b.acquire('held', { waitTimeoutMs: WAIT_MS }));
+    await until(async () => (await c.inspect('held'))?.waitingWriters === 1, 5_000, 'the waiter to wait');
+
+    await s.killMaster();
+    const newMaster = await s.waitForFailover(20_000);
+    expect(newMaster.port).not.toBe(oldMaster.port);
+
+    // After: new acquisitions work on the new master, from every engine once its connection has found it again
+    // (each reconnects on its own schedule; attempts meanwhile may fail, as LockErrors).
+    const eventually = async <T>(call: () => Promise<T>): Promise<T> => {
+      const deadline = performance.now() + 15_000;
+      for (;;) {
+        try {
+          return await call();
+        } catch (err) {
+          errors.push(err);
+          if (!(err instanceof LockError) || performance.now() > deadline) throw err;
+          await sleep(100);
+        }
+      }
+    };
+    const after = await eventually(() => c.acquire('after', { waitTimeoutMs: 1_000 }));
+    expect(await stateOn(newMaster, prefix, 'after')).toBe(true);
+    expect(await eventually(() => a.tryAcquire('after'))).toBeNull();
+    await after.release();
+    const fresh = engine();
+    const late = await eventually(() => fresh.acquire('after', { waitTimeoutMs: 1_000 }));
+    expect(await stateOn(newMaster, prefix, 'after')).toBe(true);
+    await late.release();
+
+    // The holder: still held on the new master, or reported lost through its signal. Never both holder and waiter.
+    if (holder.isHeld) {
+      const info = await c.inspect('held');
+      expect(info?.holders.map((h) => h.fencingToken)).toContain(holder.fencingToken);
+      expect(await stateOn(newMaster, prefix, 'held')).toBe(true);
+      expect(waiter.settled && (await waiter.promise.then((h) => h.isHeld, () => false))).toBe(false);
+      expect(await holder.release()).toBe(true);
+    } else {
+      expect(holder.signal.aborted).toBe(true);
+      expect(holder.signal.reason).toBeInstanceOf(LockLostError);
+      errors.push(holder.signal.reason);
+    }
+
+    // The waiter: the lock, or a LockError, within its bound.
+    const outcome = await waiter.promise.then(
+      (h) => h,
+      (err: unknown) => {
+        errors.push(err);
+        return undefined;
+      },
+    );
+    expect(waiter.at! - waitStart).toBeLessThan(WAIT_MS + COMMAND_MS + SLACK_MS);
+    if (outcome) {
+      expect(outcome.isHeld).toBe(true);
+      expect(holder.isHeld).toBe(false);
+      await outcome.release();
+    }
+
+    // Every engine's connections (commands and wake-ups) found the new master.
+    await until(
+      async () => (await Promise.all(engines.map((e) => e.ping(500)))).every((p) => p.command && p.subscriber),
+      15_000,
+      'every engine to reach the new master',
+    );
+
+    for (const err of errors) expect(err).toBeInstanceOf(LockError);
+    expect(raw).toEqual([]);
+  }, 30_000);
+});
