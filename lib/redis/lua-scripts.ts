@@ -12,6 +12,12 @@ import { createHash } from 'node:crypto';
  *   KEYS[5] queue zset     fair waiter '<w|r>:<id>' -> arrival (Redis time, µs)
  *   KEYS[6] deadlines zset fair waiter '<w|r>:<id>' -> registration expiry (ms)
  *
+ * Single-holder form: a lock with one holder and nothing else going on is only the state hash, and that holder's
+ * lease is the hash's own expiry (PEXPIRETIME). The leases sorted set exists only in the full form, which a script
+ * builds (`expand`) as soon as anything else than the sole holder's own acquire fast path, release, renewal or
+ * extension touches the lock. So: state without leases = single-holder form, its one `h:` field holds the lease
+ * while the key exists; state with leases = full form, both keys expiring at the latest lease.
+ *
  * `seq` is an increasing operation number per owner (so per token): a command that the client re-sends after a
  * reconnect carries a `seq` Redis has already seen and is not applied a second time.
  */
@@ -33,8 +39,23 @@ local function clock()
 end
 
 -- The keys of one lock, in the order every per-lock script receives them.
-local function lockKeys()
-  return { state = KEYS[1], leases = KEYS[2], writers = KEYS[3], readers = KEYS[4], queue = KEYS[5], deadlines = KEYS[6] }
+local function lockKeys(keys)
+  return { state = keys[1], leases = keys[2], writers = keys[3], readers = keys[4], queue = keys[5], deadlines = keys[6] }
+end
+
+-- Single-holder form to full form: the sole holder's lease, kept as the state's own expiry, moves into the
+-- leases set. No-op when the lock is free or already in full form.
+local function expand(K)
+  local at = redis.call('PEXPIRETIME', K.state)
+  if at < 0 then return end
+  if redis.call('EXISTS', K.leases) == 1 then return end
+  local fields = redis.call('HKEYS', K.state)
+  for i = 1, #fields do
+    if string.sub(fields[i], 1, 2) == 'h:' then
+      redis.call('ZADD', K.leases, at, string.sub(fields[i], 3))
+    end
+  end
+  redis.call('PEXPIREAT', K.leases, at)
 end
 
 -- Drops holders whose lease ran out. Returns true if any was dropped.
@@ -73,14 +94,16 @@ end
 -- Wakes whoever can now get in. Fair waiters first, by name: the head of the queue, or every reader in the
 -- run of readers at its head. Otherwise one waiting writer if the lock is free, else every waiting reader
 -- when no writer holds or waits. Messages name their waiter, so only that waiter retries.
+-- The lock is free when its state is gone (scripts delete it with the last holder). now may be nil: read here then.
 local function wake(K, channel, now)
   if redis.call('EXISTS', K.writers, K.readers, K.queue) == 0 then return end
   if redis.call('HEXISTS', K.state, 'w') == 1 then return end
+  if not now then now = clock() end
   purgeQueue(K, now)
   local q = redis.call('ZRANGE', K.queue, 0, 63)
   if #q > 0 then
     if string.sub(q[1], 1, 1) == 'w' then
-      if redis.call('ZCARD', K.leases) == 0 then redis.call('PUBLISH', channel, 'f:' .. string.sub(q[1], 3)) end
+      if redis.call('EXISTS', K.state) == 0 then redis.call('PUBLISH', channel, 'f:' .. string.sub(q[1], 3)) end
     else
       for i = 1, #q do
         if string.sub(q[i], 1, 1) ~= 'r' then break end
@@ -91,7 +114,7 @@ local function wake(K, channel, now)
   end
   local w = redis.call('ZRANGEBYSCORE', K.writers, '(' .. now, '+inf', 'LIMIT', 0, 1)
   if #w > 0 then
-    if redis.call('ZCARD', K.leases) == 0 then redis.call('PUBLISH', channel, 'w:' .. w[1]) end
+    if redis.call('EXISTS', K.state) == 0 then redis.call('PUBLISH', channel, 'w:' .. w[1]) end
     return
   end
   if redis.call('ZCOUNT', K.readers, '(' .. now, '+inf') > 0 then redis.call('PUBLISH', channel, 'r') end
@@ -122,14 +145,14 @@ export const ACQUIRE = script(
   'acquire',
   PRELUDE +
     `
-local K = lockKeys()
+local K = lockKeys(KEYS)
 local token, mode, lease, seq = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local waiter, fair = ARGV[6], ARGV[10] == '1'
 local field = 'h:' .. token
 local now, nowus = clock()
 local reentry = ARGV[9] == '1'
 
--- Fast path: nobody holds the lock and nobody queues for it.
+-- Fast path: nobody holds the lock and nobody queues for it (the state is deleted with its last holder).
 if not reentry and redis.call('EXISTS', K.state, K.queue) == 0 and (mode == 'w' or redis.call('ZCOUNT', K.writers, '(' .. now, '+inf') == 0) then
   local f = fmt(nowus)
   if mode == 'w' then
@@ -137,13 +160,13 @@ if not reentry and redis.call('EXISTS', K.state, K.queue) == 0 and (mode == 'w' 
   else
     redis.call('HSET', K.state, field, '1|' .. seq .. '|' .. f .. '|' .. now .. '|' .. ARGV[7], 'f', f)
   end
-  redis.call('ZADD', K.leases, now + lease, token)
+  -- Single-holder form: the lease is the state's own expiry.
   redis.call('PEXPIREAT', K.state, now + lease)
-  redis.call('PEXPIREAT', K.leases, now + lease)
   if waiter ~= '' then redis.call('ZREM', mode == 'w' and K.writers or K.readers, waiter) end
   return {1, nowus, 0}
 end
 
+expand(K)
 local purged = purge(K, now)
 local held = redis.call('HGET', K.state, field)
 if held then
@@ -268,17 +291,33 @@ export const RELEASE = script(
   'release',
   PRELUDE +
     `
-local K = lockKeys()
+local K = lockKeys(KEYS)
 local token, seq = ARGV[1], ARGV[2]
 local field = 'h:' .. token
-local now = clock()
 local held = redis.call('HGET', K.state, field)
 local count, hseq, rest
+local now
 if held then
   count, hseq, rest = string.match(held, '^(%d+)|(%d+)|(.*)$')
   if seq ~= '' and tonumber(seq) <= tonumber(hseq) then return 1 end
+  local last = seq == '' or count == '1'
+  -- Single-holder form (no leases set): this is the sole holder, its lease running since the state exists.
+  if last and redis.call('EXISTS', K.leases, K.writers, K.readers, K.queue) == 0 then
+    redis.call('DEL', K.state)
+    return 2
+  end
+  if redis.call('EXISTS', K.leases) == 0 then
+    if last then
+      redis.call('DEL', K.state)
+      wake(K, ARGV[3], nil)
+      return 2
+    end
+    redis.call('HSET', K.state, field, (tonumber(count) - 1) .. '|' .. seq .. '|' .. rest)
+    return 1
+  end
+  now = clock()
   -- Fast path: the last level of the only hold, its lease still running.
-  if (seq == '' or count == '1') and redis.call('ZCARD', K.leases) == 1 then
+  if last and redis.call('ZCARD', K.leases) == 1 then
     local s = redis.call('ZSCORE', K.leases, token)
     if s and tonumber(s) > now then
       redis.call('DEL', K.state, K.leases)
@@ -286,6 +325,8 @@ if held then
       return 2
     end
   end
+else
+  now = clock()
 end
 local purged = purge(K, now)
 if held then held = redis.call('HGET', K.state, field) end
@@ -334,6 +375,10 @@ for i = 1, #ARGV / 2 do
       redis.call('PEXPIREAT', leases, e, 'GT')
     end
     out[i] = 1
+  elseif not s and redis.call('HEXISTS', state, 'h:' .. token) == 1 and redis.call('EXISTS', leases) == 0 then
+    -- Single-holder form: the state's expiry is the lease, running since the state exists.
+    redis.call('PEXPIREAT', state, now + lease, 'GT')
+    out[i] = 1
   else
     out[i] = 0
   end
@@ -350,9 +395,14 @@ export const EXTEND = script(
   'extend',
   PRELUDE +
     `
-local K = lockKeys()
+local K = lockKeys(KEYS)
 local now = clock()
 local s = redis.call('ZSCORE', K.leases, ARGV[1])
+if not s and redis.call('HEXISTS', K.state, 'h:' .. ARGV[1]) == 1 and redis.call('EXISTS', K.leases) == 0 then
+  -- Single-holder form: the state's expiry is the lease.
+  redis.call('PEXPIREAT', K.state, now + tonumber(ARGV[2]))
+  return 1
+end
 if not s or tonumber(s) <= now then return 0 end
 redis.call('ZADD', K.leases, now + tonumber(ARGV[2]), ARGV[1])
 settle(K)
@@ -368,7 +418,7 @@ export const CANCEL_WAIT = script(
   'cancel-wait',
   PRELUDE +
     `
-local K = lockKeys()
+local K = lockKeys(KEYS)
 local now = clock()
 local member = ARGV[2] .. ':' .. ARGV[1]
 local removed = redis.call('ZREM', ARGV[2] == 'w' and K.writers or K.readers, ARGV[1])
@@ -388,9 +438,13 @@ export const FORCE_RELEASE = script(
   'force-release',
   PRELUDE +
     `
-local K = lockKeys()
+local K = lockKeys(KEYS)
 local now = clock()
 local live = redis.call('ZCOUNT', K.leases, '(' .. now, '+inf')
+if live == 0 and redis.call('EXISTS', K.leases) == 0 then
+  -- Single-holder form: held while the state exists.
+  live = redis.call('EXISTS', K.state)
+end
 redis.call('DEL', K.state, K.leases)
 wake(K, ARGV[1], now)
 if live > 0 then return 1 end
@@ -406,8 +460,17 @@ export const INSPECT = script(
   'inspect',
   PRELUDE +
     `
-local K = lockKeys()
+local K = lockKeys(KEYS)
 local now = clock()
+local state = redis.call('HGETALL', K.state)
+local leases = redis.call('ZRANGEBYSCORE', K.leases, '(' .. now, '+inf', 'WITHSCORES')
+if #leases == 0 and #state > 0 and redis.call('EXISTS', K.leases) == 0 then
+  -- Single-holder form: the sole holder's lease is the state's expiry.
+  local at = redis.call('PEXPIRETIME', K.state)
+  for i = 1, #state, 2 do
+    if at > now and string.sub(state[i], 1, 2) == 'h:' then leases = { string.sub(state[i], 3), at } end
+  end
+end
 local live = redis.call('ZRANGEBYSCORE', K.deadlines, '(' .. now, '+inf')
 local fairWriters = 0
 for i = 1, #live do
@@ -415,8 +478,8 @@ for i = 1, #live do
 end
 return {
   now,
-  redis.call('HGETALL', K.state),
-  redis.call('ZRANGEBYSCORE', K.leases, '(' .. now, '+inf', 'WITHSCORES'),
+  state,
+  leases,
   redis.call('ZCOUNT', K.writers, '(' .. now, '+inf') + fairWriters,
   redis.call('ZCOUNT', K.readers, '(' .. now, '+inf') + #live - fairWriters
 }
