@@ -143,29 +143,33 @@ local function fmt(n) return string.format('%.0f', n) end
  */
 export const ACQUIRE = script(
   'acquire',
-  PRELUDE +
-    `
-local K = lockKeys(KEYS)
+  `
 local token, mode, lease, seq = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local waiter, fair = ARGV[6], ARGV[10] == '1'
 local field = 'h:' .. token
-local now, nowus = clock()
+local t = redis.call('TIME')
+local now, nowus = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), tonumber(t[1]) * 1000000 + tonumber(t[2])
 local reentry = ARGV[9] == '1'
 
--- Fast path: nobody holds the lock and nobody queues for it (the state is deleted with its last holder).
-if not reentry and redis.call('EXISTS', K.state, K.queue) == 0 and (mode == 'w' or redis.call('ZCOUNT', K.writers, '(' .. now, '+inf') == 0) then
-  local f = fmt(nowus)
+-- Fast path, ahead of the prelude's helpers so that it does not pay for defining them: nobody holds the lock and
+-- nobody queues for it (the state is deleted with its last holder). KEYS[1] state, [3] writers, [5] fair queue.
+if not reentry and redis.call('EXISTS', KEYS[1], KEYS[5]) == 0 and (mode == 'w' or redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf') == 0) then
+  -- The fencing token, Redis time in µs, as digits (the same as string.format('%.0f', nowus), for less).
+  local f = t[1] .. string.sub(1000000 + t[2], 2)
   if mode == 'w' then
-    redis.call('HSET', K.state, field, '1|' .. seq .. '|' .. f .. '|' .. now .. '|' .. ARGV[7], 'f', f, 'w', token)
+    redis.call('HSET', KEYS[1], field, '1|' .. seq .. '|' .. f .. '|' .. now .. '|' .. ARGV[7], 'f', f, 'w', token)
   else
-    redis.call('HSET', K.state, field, '1|' .. seq .. '|' .. f .. '|' .. now .. '|' .. ARGV[7], 'f', f)
+    redis.call('HSET', KEYS[1], field, '1|' .. seq .. '|' .. f .. '|' .. now .. '|' .. ARGV[7], 'f', f)
   end
   -- Single-holder form: the lease is the state's own expiry.
-  redis.call('PEXPIREAT', K.state, now + lease)
-  if waiter ~= '' then redis.call('ZREM', mode == 'w' and K.writers or K.readers, waiter) end
+  redis.call('PEXPIREAT', KEYS[1], now + lease)
+  if waiter ~= '' then redis.call('ZREM', mode == 'w' and KEYS[3] or KEYS[4], waiter) end
   return {1, nowus, 0}
 end
-
+` +
+    PRELUDE +
+    `
+local K = lockKeys(KEYS)
 expand(K)
 local purged = purge(K, now)
 local held = redis.call('HGET', K.state, field)
@@ -289,23 +293,30 @@ return {0, waitMs, blocked}
  */
 export const RELEASE = script(
   'release',
-  PRELUDE +
-    `
-local K = lockKeys(KEYS)
+  `
 local token, seq = ARGV[1], ARGV[2]
 local field = 'h:' .. token
-local held = redis.call('HGET', K.state, field)
+local held = redis.call('HGET', KEYS[1], field)
 local count, hseq, rest
-local now
+local last = false
 if held then
   count, hseq, rest = string.match(held, '^(%d+)|(%d+)|(.*)$')
   if seq ~= '' and tonumber(seq) <= tonumber(hseq) then return 1 end
-  local last = seq == '' or count == '1'
-  -- Single-holder form (no leases set): this is the sole holder, its lease running since the state exists.
-  if last and redis.call('EXISTS', K.leases, K.writers, K.readers, K.queue) == 0 then
-    redis.call('DEL', K.state)
+  last = seq == '' or count == '1'
+  -- Fast path, ahead of the prelude's helpers: the last level of a lock in single-holder form (no leases set: this
+  -- is the sole holder, its lease running since the state exists) with nobody waiting. KEYS[2] leases, [3] writers,
+  -- [4] readers, [5] fair queue.
+  if last and redis.call('EXISTS', KEYS[2], KEYS[3], KEYS[4], KEYS[5]) == 0 then
+    redis.call('DEL', KEYS[1])
     return 2
   end
+end
+` +
+    PRELUDE +
+    `
+local K = lockKeys(KEYS)
+local now
+if held then
   if redis.call('EXISTS', K.leases) == 0 then
     if last then
       redis.call('DEL', K.state)
@@ -359,9 +370,9 @@ return 2
  */
 export const RENEW_MANY = script(
   'renew-many',
-  PRELUDE +
-    `
-local now = clock()
+  `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local out = {}
 for i = 1, #ARGV / 2 do
   local state, leases = KEYS[2 * i - 1], KEYS[2 * i]
