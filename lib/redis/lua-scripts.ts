@@ -39,8 +39,9 @@ local function clock()
 end
 
 -- The keys of one lock, in the order every per-lock script receives them.
+-- The wake-up channel is the state key's name with ':ch' (a channel, not a key: it need not be in KEYS).
 local function lockKeys(keys)
-  return { state = keys[1], leases = keys[2], writers = keys[3], readers = keys[4], queue = keys[5], deadlines = keys[6] }
+  return { state = keys[1], leases = keys[2], writers = keys[3], readers = keys[4], queue = keys[5], deadlines = keys[6], channel = keys[1] .. ':ch' }
 end
 
 -- Single-holder form to full form: the sole holder's lease, kept as the state's own expiry, moves into the
@@ -132,10 +133,10 @@ local function fmt(n) return string.format('%.0f', n) end
  * Acquire or re-enter a hold.
  * KEYS: state, leases, writers, readers, fair queue (member '<w|r>:<waiter id>' -> arrival, µs),
  *       fair deadlines (same members -> registration expiry, ms).
- * ARGV: 1 token, 2 mode ('w'|'r'), 3 leaseMs, 4 seq, 5 write token the caller holds on this key ('' if none:
- *       lets a write owner take a read lock), 6 waiter id ('' = do not register as a waiter), 7 holder info,
- *       8 wake-up channel, 9 '1' = re-entry only (fail with blockedBy 4 unless the token already holds the lock),
- *       10 '1' = fair: queue in arrival order.
+ * ARGV: 1 token, 2 mode ('w'|'r') followed by any flags: 'e' = re-entry only (fail with blockedBy 4 unless the
+ *       token already holds the lock), 'f' = fair: queue in arrival order; 3 leaseMs, 4 seq, 5 holder info,
+ *       6 waiter id ('' = do not register as a waiter), 7 write token the caller holds on this key (absent or '' if
+ *       none: lets a write owner take a read lock). Wake-ups go to the lock's channel, KEYS[1] .. ':ch'.
  * Returns {1, fencingToken, reentered (0|1)} when granted;
  *         {0, waitMs, blockedBy} when not: waitMs is how long until the blocking leases or registrations can have
  *         run out; blockedBy 1 = a writer holds it, 2 = readers hold it, 3 = a writer waits (writer
@@ -144,12 +145,13 @@ local function fmt(n) return string.format('%.0f', n) end
 export const ACQUIRE = script(
   'acquire',
   `
-local token, mode, lease, seq = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
-local waiter, fair = ARGV[6], ARGV[10] == '1'
+local token, flags, lease, seq = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
+local mode, waiter, downgrade = string.sub(flags, 1, 1), ARGV[6], ARGV[7] or ''
+local fair = string.find(flags, 'f', 2, true) ~= nil
 local field = 'h:' .. token
 local t = redis.call('TIME')
 local now, nowus = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), tonumber(t[1]) * 1000000 + tonumber(t[2])
-local reentry = ARGV[9] == '1'
+local reentry = string.find(flags, 'e', 2, true) ~= nil
 
 -- Fast path, ahead of the prelude's helpers so that it does not pay for defining them: nobody holds the lock and
 -- nobody queues for it (the state is deleted with its last holder). KEYS[1] state, [3] writers, [5] fair queue.
@@ -157,9 +159,9 @@ if not reentry and redis.call('EXISTS', KEYS[1], KEYS[5]) == 0 and (mode == 'w' 
   -- The fencing token, Redis time in µs, as digits (the same as string.format('%.0f', nowus), for less).
   local f = t[1] .. string.sub(1000000 + t[2], 2)
   if mode == 'w' then
-    redis.call('HSET', KEYS[1], field, '1|' .. seq .. '|' .. f .. '|' .. now .. '|' .. ARGV[7], 'f', f, 'w', token)
+    redis.call('HSET', KEYS[1], field, '1|' .. seq .. '|' .. f .. '|' .. now .. '|' .. ARGV[5], 'f', f, 'w', token)
   else
-    redis.call('HSET', KEYS[1], field, '1|' .. seq .. '|' .. f .. '|' .. now .. '|' .. ARGV[7], 'f', f)
+    redis.call('HSET', KEYS[1], field, '1|' .. seq .. '|' .. f .. '|' .. now .. '|' .. ARGV[5], 'f', f)
   end
   -- Single-holder form: the lease is the state's own expiry.
   redis.call('PEXPIREAT', KEYS[1], now + lease)
@@ -189,7 +191,7 @@ end
 if reentry then
   if purged then
     settle(K)
-    wake(K, ARGV[8], now)
+    wake(K, K.channel, now)
   end
   return {0, 0, 4}
 end
@@ -224,19 +226,19 @@ local blocked = 0
 if mode == 'w' then
   if writer then blocked = 1 elseif redis.call('ZCARD', K.leases) > 0 then blocked = 2 end
 elseif writer then
-  if writer ~= ARGV[5] then blocked = 1 end
-elseif ARGV[5] == '' and not fair and not queued and redis.call('ZCOUNT', K.writers, '(' .. now, '+inf') > 0 then
+  if writer ~= downgrade then blocked = 1 end
+elseif downgrade == '' and not fair and not queued and redis.call('ZCOUNT', K.writers, '(' .. now, '+inf') > 0 then
   blocked = 3
 end
 -- A write owner taking a read lock (downgrade) never queues behind anyone.
-if blocked == 0 and ahead and not (mode == 'r' and writer and writer == ARGV[5]) then blocked = 5 end
+if blocked == 0 and ahead and not (mode == 'r' and writer and writer == downgrade) then blocked = 5 end
 
 if blocked == 0 then
   local last = tonumber(redis.call('HGET', K.state, 'f') or '0')
   local fence = nowus
   if last >= fence then fence = last + 1 end
   local f = fmt(fence)
-  redis.call('HSET', K.state, field, '1|' .. seq .. '|' .. f .. '|' .. now .. '|' .. ARGV[7], 'f', f)
+  redis.call('HSET', K.state, field, '1|' .. seq .. '|' .. f .. '|' .. now .. '|' .. ARGV[5], 'f', f)
   if mode == 'w' then redis.call('HSET', K.state, 'w', token) end
   redis.call('ZADD', K.leases, now + lease, token)
   settle(K)
@@ -245,13 +247,13 @@ if blocked == 0 then
     redis.call('ZREM', K.queue, member)
     redis.call('ZREM', K.deadlines, member)
   end
-  if purged then wake(K, ARGV[8], now) end
+  if purged then wake(K, K.channel, now) end
   return {1, fence, 0}
 end
 
 if purged then
   settle(K)
-  wake(K, ARGV[8], now)
+  wake(K, K.channel, now)
 end
 local untilMs
 if blocked == 1 then
@@ -287,7 +289,7 @@ return {0, waitMs, blocked}
 
 /**
  * Release one level of a hold, or all of it.
- * ARGV: 1 token, 2 seq ('' = release every level: an external release by token), 3 wake-up channel.
+ * ARGV: 1 token, 2 seq ('' = release every level: an external release by token).
  * Returns 2 when the hold ended, 1 when a level was released and the hold goes on (or this release was
  * already applied), 0 when the token holds nothing here.
  */
@@ -320,7 +322,7 @@ if held then
   if redis.call('EXISTS', K.leases) == 0 then
     if last then
       redis.call('DEL', K.state)
-      wake(K, ARGV[3], nil)
+      wake(K, K.channel, nil)
       return 2
     end
     redis.call('HSET', K.state, field, (tonumber(count) - 1) .. '|' .. seq .. '|' .. rest)
@@ -332,7 +334,7 @@ if held then
     local s = redis.call('ZSCORE', K.leases, token)
     if s and tonumber(s) > now then
       redis.call('DEL', K.state, K.leases)
-      wake(K, ARGV[3], now)
+      wake(K, K.channel, now)
       return 2
     end
   end
@@ -344,7 +346,7 @@ if held then held = redis.call('HGET', K.state, field) end
 if not held then
   if purged then
     settle(K)
-    wake(K, ARGV[3], now)
+    wake(K, K.channel, now)
   end
   return 0
 end
@@ -358,7 +360,7 @@ redis.call('HDEL', K.state, field)
 if redis.call('HGET', K.state, 'w') == token then redis.call('HDEL', K.state, 'w') end
 redis.call('ZREM', K.leases, token)
 settle(K)
-wake(K, ARGV[3], now)
+wake(K, K.channel, now)
 return 2
 `,
 );
@@ -423,7 +425,7 @@ return 1
 
 /**
  * A waiter gives up (timeout, abort, shutdown): drop its registration (fair or not) and pass on any wake-up it
- * may have taken. ARGV: 1 waiter id, 2 mode ('w'|'r'), 3 wake-up channel. Returns 1 if an entry was removed.
+ * may have taken. ARGV: 1 waiter id, 2 mode ('w'|'r'). Returns 1 if an entry was removed.
  */
 export const CANCEL_WAIT = script(
   'cancel-wait',
@@ -436,13 +438,13 @@ local removed = redis.call('ZREM', ARGV[2] == 'w' and K.writers or K.readers, AR
 removed = removed + redis.call('ZREM', K.queue, member)
 redis.call('ZREM', K.deadlines, member)
 if purge(K, now) then settle(K) end
-wake(K, ARGV[3], now)
+wake(K, K.channel, now)
 return removed
 `,
 );
 
 /**
- * Administrative release: frees the lock whoever holds it. ARGV: 1 wake-up channel.
+ * Administrative release: frees the lock whoever holds it. No ARGV.
  * Returns 1 if the lock was held.
  */
 export const FORCE_RELEASE = script(
@@ -457,7 +459,7 @@ if live == 0 and redis.call('EXISTS', K.leases) == 0 then
   live = redis.call('EXISTS', K.state)
 end
 redis.call('DEL', K.state, K.leases)
-wake(K, ARGV[1], now)
+wake(K, K.channel, now)
 if live > 0 then return 1 end
 return 0
 `,
