@@ -47,9 +47,9 @@ end
 -- Single-holder form to full form: the sole holder's lease, kept as the state's own expiry, moves into the
 -- leases set. No-op when the lock is free or already in full form.
 local function expand(K)
+  if redis.call('EXISTS', K.leases) == 1 then return end
   local at = redis.call('PEXPIRETIME', K.state)
   if at < 0 then return end
-  if redis.call('EXISTS', K.leases) == 1 then return end
   local fields = redis.call('HKEYS', K.state)
   for i = 1, #fields do
     if string.sub(fields[i], 1, 2) == 'h:' then
@@ -154,8 +154,17 @@ local now, nowus = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), to
 local reentry = string.find(flags, 'e', 2, true) ~= nil
 
 -- Fast path, ahead of the prelude's helpers so that it does not pay for defining them: nobody holds the lock and
--- nobody queues for it (the state is deleted with its last holder). KEYS[1] state, [3] writers, [5] fair queue.
-if not reentry and redis.call('EXISTS', KEYS[1], KEYS[5]) == 0 and (mode == 'w' or redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf') == 0) then
+-- nobody queues for it (the state is deleted with its last holder). KEYS[1] state, [3] writers, [4] readers,
+-- [5] fair queue. Most often no waiter set exists either: one EXISTS tells, and there is no registration to drop.
+local free, drop = false, false
+if not reentry then
+  if redis.call('EXISTS', KEYS[1], KEYS[5], KEYS[3], KEYS[4]) == 0 then
+    free = true
+  elseif redis.call('EXISTS', KEYS[1], KEYS[5]) == 0 and (mode == 'w' or redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf') == 0) then
+    free, drop = true, waiter ~= ''
+  end
+end
+if free then
   -- The fencing token, Redis time in µs, as digits (the same as string.format('%.0f', nowus), for less).
   local f = t[1] .. string.sub(1000000 + t[2], 2)
   if mode == 'w' then
@@ -165,7 +174,7 @@ if not reentry and redis.call('EXISTS', KEYS[1], KEYS[5]) == 0 and (mode == 'w' 
   end
   -- Single-holder form: the lease is the state's own expiry.
   redis.call('PEXPIREAT', KEYS[1], now + lease)
-  if waiter ~= '' then redis.call('ZREM', mode == 'w' and KEYS[3] or KEYS[4], waiter) end
+  if drop then redis.call('ZREM', mode == 'w' and KEYS[3] or KEYS[4], waiter) end
   return {1, nowus, 0}
 end
 ` +
