@@ -24,11 +24,26 @@ import { RedisStats } from './support/redis-stats.js';
 /** The project root: this file runs as dist-bench/bench/main.js. */
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
+/**
+ * `--contenders=engine,semaphore` (or `BENCH_CONTENDERS`): only those contenders, for quicker A/B runs; `bare` is
+ * always kept, since every ratio is taken against it. All of them by default.
+ */
+function pickContenders(argv: readonly string[], env: NodeJS.ProcessEnv): typeof CONTENDERS {
+  const arg = argv.find((a) => a.startsWith('--contenders='))?.slice('--contenders='.length) ?? env.BENCH_CONTENDERS ?? '';
+  const ids = arg.split(',').map((s) => s.trim()).filter(Boolean);
+  if (ids.length === 0) return CONTENDERS;
+  for (const id of ids) {
+    if (!CONTENDERS.some((c) => c.id === id)) throw new Error(`unknown contender "${id}"; expected one of ${CONTENDERS.map((c) => c.id).join(', ')}`);
+  }
+  return CONTENDERS.filter((c) => c.kind === 'bare' || ids.includes(c.id));
+}
+
 async function main(): Promise<void> {
   const config = loadConfig(process.argv.slice(2), process.env);
   const url = process.env.BENCH_REDIS_URL;
   if (!url) throw new Error('BENCH_REDIS_URL is not set: start the bench with `npm run bench` (bench/run.mjs)');
   const log = makeLog();
+  const contenders = pickContenders(process.argv.slice(2), process.env);
   const stats = new RedisStats(url);
   const started = performance.now();
   const mode = config.quick ? 'quick' : config.only.length > 0 ? 'partial' : 'full';
@@ -38,13 +53,13 @@ async function main(): Promise<void> {
     machine: machineInfo(await stats.serverVersion()),
     library: libraryRevision(ROOT),
     config,
-    contenders: CONTENDERS.map(({ id, label, kind, settings }) => ({ id, label, kind, settings })),
+    contenders: contenders.map(({ id, label, kind, settings }) => ({ id, label, kind, settings })),
   };
   await stats.flush();
   try {
-    if (selected(config, 'uncontended')) results.uncontended = await runUncontended(config, CONTENDERS, url, stats, log);
-    if (selected(config, 'handoff')) results.handoff = await runHandoff(config, CONTENDERS, url, stats, log);
-    if (selected(config, 'commands')) results.commands = await runCommands(config, CONTENDERS, url, stats, log);
+    if (selected(config, 'uncontended')) results.uncontended = await runUncontended(config, contenders, url, stats, log);
+    if (selected(config, 'handoff')) results.handoff = await runHandoff(config, contenders, url, stats, log);
+    if (selected(config, 'commands')) results.commands = await runCommands(config, contenders, url, stats, log);
     if (selected(config, 'read-write')) results.readWrite = await runReadWrite(config, url, stats, log);
     if (selected(config, 'watchdog')) results.watchdog = await runWatchdog(config, url, stats, log);
     if (selected(config, 'http')) results.http = await runHttp(config, url, stats, log);

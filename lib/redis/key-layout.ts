@@ -11,7 +11,7 @@ export const MAX_KEY_BYTES = 1024;
  * - `readers` sorted set: waiting reader id -> registration expiry;
  * - `queue` sorted set: fair waiter `<w|r>:<id>` -> arrival time (µs), the FIFO order;
  * - `deadlines` sorted set: fair waiter -> registration expiry (a dead waiter drops out of the queue);
- * - `channel` pub/sub channel for wake-ups.
+ * - `channel` pub/sub channel for wake-ups: `<state>:ch` (the scripts derive it from KEYS[1] the same way).
  */
 export interface LockKeys {
   readonly key: string;

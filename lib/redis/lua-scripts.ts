@@ -12,6 +12,12 @@ import { createHash } from 'node:crypto';
  *   KEYS[5] queue zset     fair waiter '<w|r>:<id>' -> arrival (Redis time, µs)
  *   KEYS[6] deadlines zset fair waiter '<w|r>:<id>' -> registration expiry (ms)
  *
+ * Single-holder form: a lock with one holder and nothing else going on is only the state hash, and that holder's
+ * lease is the hash's own expiry (PEXPIRETIME). The leases sorted set exists only in the full form, which a script
+ * builds (`expand`) as soon as anything else than the sole holder's own acquire fast path, release, renewal or
+ * extension touches the lock. So: state without leases = single-holder form, its one `h:` field holds the lease
+ * while the key exists; state with leases = full form, both keys expiring at the latest lease.
+ *
  * `seq` is an increasing operation number per owner (so per token): a command that the client re-sends after a
  * reconnect carries a `seq` Redis has already seen and is not applied a second time.
  */
@@ -33,8 +39,24 @@ local function clock()
 end
 
 -- The keys of one lock, in the order every per-lock script receives them.
-local function lockKeys()
-  return { state = KEYS[1], leases = KEYS[2], writers = KEYS[3], readers = KEYS[4], queue = KEYS[5], deadlines = KEYS[6] }
+-- The wake-up channel is the state key's name with ':ch' (a channel, not a key: it need not be in KEYS).
+local function lockKeys(keys)
+  return { state = keys[1], leases = keys[2], writers = keys[3], readers = keys[4], queue = keys[5], deadlines = keys[6], channel = keys[1] .. ':ch' }
+end
+
+-- Single-holder form to full form: the sole holder's lease, kept as the state's own expiry, moves into the
+-- leases set. No-op when the lock is free or already in full form.
+local function expand(K)
+  if redis.call('EXISTS', K.leases) == 1 then return end
+  local at = redis.call('PEXPIRETIME', K.state)
+  if at < 0 then return end
+  local fields = redis.call('HKEYS', K.state)
+  for i = 1, #fields do
+    if string.sub(fields[i], 1, 2) == 'h:' then
+      redis.call('ZADD', K.leases, at, string.sub(fields[i], 3))
+    end
+  end
+  redis.call('PEXPIREAT', K.leases, at)
 end
 
 -- Drops holders whose lease ran out. Returns true if any was dropped.
@@ -73,14 +95,16 @@ end
 -- Wakes whoever can now get in. Fair waiters first, by name: the head of the queue, or every reader in the
 -- run of readers at its head. Otherwise one waiting writer if the lock is free, else every waiting reader
 -- when no writer holds or waits. Messages name their waiter, so only that waiter retries.
+-- The lock is free when its state is gone (scripts delete it with the last holder). now may be nil: read here then.
 local function wake(K, channel, now)
   if redis.call('EXISTS', K.writers, K.readers, K.queue) == 0 then return end
   if redis.call('HEXISTS', K.state, 'w') == 1 then return end
+  if not now then now = clock() end
   purgeQueue(K, now)
   local q = redis.call('ZRANGE', K.queue, 0, 63)
   if #q > 0 then
     if string.sub(q[1], 1, 1) == 'w' then
-      if redis.call('ZCARD', K.leases) == 0 then redis.call('PUBLISH', channel, 'f:' .. string.sub(q[1], 3)) end
+      if redis.call('EXISTS', K.state) == 0 then redis.call('PUBLISH', channel, 'f:' .. string.sub(q[1], 3)) end
     else
       for i = 1, #q do
         if string.sub(q[i], 1, 1) ~= 'r' then break end
@@ -91,7 +115,7 @@ local function wake(K, channel, now)
   end
   local w = redis.call('ZRANGEBYSCORE', K.writers, '(' .. now, '+inf', 'LIMIT', 0, 1)
   if #w > 0 then
-    if redis.call('ZCARD', K.leases) == 0 then redis.call('PUBLISH', channel, 'w:' .. w[1]) end
+    if redis.call('EXISTS', K.state) == 0 then redis.call('PUBLISH', channel, 'w:' .. w[1]) end
     return
   end
   if redis.call('ZCOUNT', K.readers, '(' .. now, '+inf') > 0 then redis.call('PUBLISH', channel, 'r') end
@@ -109,10 +133,10 @@ local function fmt(n) return string.format('%.0f', n) end
  * Acquire or re-enter a hold.
  * KEYS: state, leases, writers, readers, fair queue (member '<w|r>:<waiter id>' -> arrival, µs),
  *       fair deadlines (same members -> registration expiry, ms).
- * ARGV: 1 token, 2 mode ('w'|'r'), 3 leaseMs, 4 seq, 5 write token the caller holds on this key ('' if none:
- *       lets a write owner take a read lock), 6 waiter id ('' = do not register as a waiter), 7 holder info,
- *       8 wake-up channel, 9 '1' = re-entry only (fail with blockedBy 4 unless the token already holds the lock),
- *       10 '1' = fair: queue in arrival order.
+ * ARGV: 1 token, 2 mode ('w'|'r') followed by any flags: 'e' = re-entry only (fail with blockedBy 4 unless the
+ *       token already holds the lock), 'f' = fair: queue in arrival order; 3 leaseMs, 4 seq, 5 holder info,
+ *       6 waiter id ('' = do not register as a waiter), 7 write token the caller holds on this key (absent or '' if
+ *       none: lets a write owner take a read lock). Wake-ups go to the lock's channel, KEYS[1] .. ':ch'.
  * Returns {1, fencingToken, reentered (0|1)} when granted;
  *         {0, waitMs, blockedBy} when not: waitMs is how long until the blocking leases or registrations can have
  *         run out; blockedBy 1 = a writer holds it, 2 = readers hold it, 3 = a writer waits (writer
@@ -120,30 +144,44 @@ local function fmt(n) return string.format('%.0f', n) end
  */
 export const ACQUIRE = script(
   'acquire',
-  PRELUDE +
-    `
-local K = lockKeys()
-local token, mode, lease, seq = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
-local waiter, fair = ARGV[6], ARGV[10] == '1'
+  `
+local token, flags, lease, seq = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
+local mode, waiter, downgrade = string.sub(flags, 1, 1), ARGV[6], ARGV[7] or ''
+local fair = string.find(flags, 'f', 2, true) ~= nil
 local field = 'h:' .. token
-local now, nowus = clock()
-local reentry = ARGV[9] == '1'
+local t = redis.call('TIME')
+local now, nowus = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), tonumber(t[1]) * 1000000 + tonumber(t[2])
+local reentry = string.find(flags, 'e', 2, true) ~= nil
 
--- Fast path: nobody holds the lock and nobody queues for it.
-if not reentry and redis.call('EXISTS', K.state, K.queue) == 0 and (mode == 'w' or redis.call('ZCOUNT', K.writers, '(' .. now, '+inf') == 0) then
-  local f = fmt(nowus)
-  if mode == 'w' then
-    redis.call('HSET', K.state, field, '1|' .. seq .. '|' .. f .. '|' .. now .. '|' .. ARGV[7], 'f', f, 'w', token)
-  else
-    redis.call('HSET', K.state, field, '1|' .. seq .. '|' .. f .. '|' .. now .. '|' .. ARGV[7], 'f', f)
+-- Fast path, ahead of the prelude's helpers so that it does not pay for defining them: nobody holds the lock and
+-- nobody queues for it (the state is deleted with its last holder). KEYS[1] state, [3] writers, [4] readers,
+-- [5] fair queue. Most often no waiter set exists either: one EXISTS tells, and there is no registration to drop.
+local free, drop = false, false
+if not reentry then
+  if redis.call('EXISTS', KEYS[1], KEYS[5], KEYS[3], KEYS[4]) == 0 then
+    free = true
+  elseif redis.call('EXISTS', KEYS[1], KEYS[5]) == 0 and (mode == 'w' or redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf') == 0) then
+    free, drop = true, waiter ~= ''
   end
-  redis.call('ZADD', K.leases, now + lease, token)
-  redis.call('PEXPIREAT', K.state, now + lease)
-  redis.call('PEXPIREAT', K.leases, now + lease)
-  if waiter ~= '' then redis.call('ZREM', mode == 'w' and K.writers or K.readers, waiter) end
+end
+if free then
+  -- The fencing token, Redis time in µs, as digits (the same as string.format('%.0f', nowus), for less).
+  local f = t[1] .. string.sub(1000000 + t[2], 2)
+  if mode == 'w' then
+    redis.call('HSET', KEYS[1], field, '1|' .. seq .. '|' .. f .. '|' .. now .. '|' .. ARGV[5], 'f', f, 'w', token)
+  else
+    redis.call('HSET', KEYS[1], field, '1|' .. seq .. '|' .. f .. '|' .. now .. '|' .. ARGV[5], 'f', f)
+  end
+  -- Single-holder form: the lease is the state's own expiry.
+  redis.call('PEXPIREAT', KEYS[1], now + lease)
+  if drop then redis.call('ZREM', mode == 'w' and KEYS[3] or KEYS[4], waiter) end
   return {1, nowus, 0}
 end
-
+` +
+    PRELUDE +
+    `
+local K = lockKeys(KEYS)
+expand(K)
 local purged = purge(K, now)
 local held = redis.call('HGET', K.state, field)
 if held then
@@ -162,7 +200,7 @@ end
 if reentry then
   if purged then
     settle(K)
-    wake(K, ARGV[8], now)
+    wake(K, K.channel, now)
   end
   return {0, 0, 4}
 end
@@ -197,19 +235,19 @@ local blocked = 0
 if mode == 'w' then
   if writer then blocked = 1 elseif redis.call('ZCARD', K.leases) > 0 then blocked = 2 end
 elseif writer then
-  if writer ~= ARGV[5] then blocked = 1 end
-elseif ARGV[5] == '' and not fair and not queued and redis.call('ZCOUNT', K.writers, '(' .. now, '+inf') > 0 then
+  if writer ~= downgrade then blocked = 1 end
+elseif downgrade == '' and not fair and not queued and redis.call('ZCOUNT', K.writers, '(' .. now, '+inf') > 0 then
   blocked = 3
 end
 -- A write owner taking a read lock (downgrade) never queues behind anyone.
-if blocked == 0 and ahead and not (mode == 'r' and writer and writer == ARGV[5]) then blocked = 5 end
+if blocked == 0 and ahead and not (mode == 'r' and writer and writer == downgrade) then blocked = 5 end
 
 if blocked == 0 then
   local last = tonumber(redis.call('HGET', K.state, 'f') or '0')
   local fence = nowus
   if last >= fence then fence = last + 1 end
   local f = fmt(fence)
-  redis.call('HSET', K.state, field, '1|' .. seq .. '|' .. f .. '|' .. now .. '|' .. ARGV[7], 'f', f)
+  redis.call('HSET', K.state, field, '1|' .. seq .. '|' .. f .. '|' .. now .. '|' .. ARGV[5], 'f', f)
   if mode == 'w' then redis.call('HSET', K.state, 'w', token) end
   redis.call('ZADD', K.leases, now + lease, token)
   settle(K)
@@ -218,13 +256,13 @@ if blocked == 0 then
     redis.call('ZREM', K.queue, member)
     redis.call('ZREM', K.deadlines, member)
   end
-  if purged then wake(K, ARGV[8], now) end
+  if purged then wake(K, K.channel, now) end
   return {1, fence, 0}
 end
 
 if purged then
   settle(K)
-  wake(K, ARGV[8], now)
+  wake(K, K.channel, now)
 end
 local untilMs
 if blocked == 1 then
@@ -260,39 +298,64 @@ return {0, waitMs, blocked}
 
 /**
  * Release one level of a hold, or all of it.
- * ARGV: 1 token, 2 seq ('' = release every level: an external release by token), 3 wake-up channel.
+ * ARGV: 1 token, 2 seq ('' = release every level: an external release by token).
  * Returns 2 when the hold ended, 1 when a level was released and the hold goes on (or this release was
  * already applied), 0 when the token holds nothing here.
  */
 export const RELEASE = script(
   'release',
-  PRELUDE +
-    `
-local K = lockKeys()
+  `
 local token, seq = ARGV[1], ARGV[2]
 local field = 'h:' .. token
-local now = clock()
-local held = redis.call('HGET', K.state, field)
+local held = redis.call('HGET', KEYS[1], field)
 local count, hseq, rest
+local last = false
 if held then
   count, hseq, rest = string.match(held, '^(%d+)|(%d+)|(.*)$')
   if seq ~= '' and tonumber(seq) <= tonumber(hseq) then return 1 end
+  last = seq == '' or count == '1'
+  -- Fast path, ahead of the prelude's helpers: the last level of a lock in single-holder form (no leases set: this
+  -- is the sole holder, its lease running since the state exists) with nobody waiting. KEYS[2] leases, [3] writers,
+  -- [4] readers, [5] fair queue.
+  if last and redis.call('EXISTS', KEYS[2], KEYS[3], KEYS[4], KEYS[5]) == 0 then
+    redis.call('DEL', KEYS[1])
+    return 2
+  end
+end
+` +
+    PRELUDE +
+    `
+local K = lockKeys(KEYS)
+local now
+if held then
+  if redis.call('EXISTS', K.leases) == 0 then
+    if last then
+      redis.call('DEL', K.state)
+      wake(K, K.channel, nil)
+      return 2
+    end
+    redis.call('HSET', K.state, field, (tonumber(count) - 1) .. '|' .. seq .. '|' .. rest)
+    return 1
+  end
+  now = clock()
   -- Fast path: the last level of the only hold, its lease still running.
-  if (seq == '' or count == '1') and redis.call('ZCARD', K.leases) == 1 then
+  if last and redis.call('ZCARD', K.leases) == 1 then
     local s = redis.call('ZSCORE', K.leases, token)
     if s and tonumber(s) > now then
       redis.call('DEL', K.state, K.leases)
-      wake(K, ARGV[3], now)
+      wake(K, K.channel, now)
       return 2
     end
   end
+else
+  now = clock()
 end
 local purged = purge(K, now)
 if held then held = redis.call('HGET', K.state, field) end
 if not held then
   if purged then
     settle(K)
-    wake(K, ARGV[3], now)
+    wake(K, K.channel, now)
   end
   return 0
 end
@@ -306,7 +369,7 @@ redis.call('HDEL', K.state, field)
 if redis.call('HGET', K.state, 'w') == token then redis.call('HDEL', K.state, 'w') end
 redis.call('ZREM', K.leases, token)
 settle(K)
-wake(K, ARGV[3], now)
+wake(K, K.channel, now)
 return 2
 `,
 );
@@ -318,9 +381,9 @@ return 2
  */
 export const RENEW_MANY = script(
   'renew-many',
-  PRELUDE +
-    `
-local now = clock()
+  `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local out = {}
 for i = 1, #ARGV / 2 do
   local state, leases = KEYS[2 * i - 1], KEYS[2 * i]
@@ -333,6 +396,10 @@ for i = 1, #ARGV / 2 do
       redis.call('PEXPIREAT', state, e, 'GT')
       redis.call('PEXPIREAT', leases, e, 'GT')
     end
+    out[i] = 1
+  elseif not s and redis.call('HEXISTS', state, 'h:' .. token) == 1 and redis.call('EXISTS', leases) == 0 then
+    -- Single-holder form: the state's expiry is the lease, running since the state exists.
+    redis.call('PEXPIREAT', state, now + lease, 'GT')
     out[i] = 1
   else
     out[i] = 0
@@ -350,9 +417,14 @@ export const EXTEND = script(
   'extend',
   PRELUDE +
     `
-local K = lockKeys()
+local K = lockKeys(KEYS)
 local now = clock()
 local s = redis.call('ZSCORE', K.leases, ARGV[1])
+if not s and redis.call('HEXISTS', K.state, 'h:' .. ARGV[1]) == 1 and redis.call('EXISTS', K.leases) == 0 then
+  -- Single-holder form: the state's expiry is the lease.
+  redis.call('PEXPIREAT', K.state, now + tonumber(ARGV[2]))
+  return 1
+end
 if not s or tonumber(s) <= now then return 0 end
 redis.call('ZADD', K.leases, now + tonumber(ARGV[2]), ARGV[1])
 settle(K)
@@ -362,37 +434,41 @@ return 1
 
 /**
  * A waiter gives up (timeout, abort, shutdown): drop its registration (fair or not) and pass on any wake-up it
- * may have taken. ARGV: 1 waiter id, 2 mode ('w'|'r'), 3 wake-up channel. Returns 1 if an entry was removed.
+ * may have taken. ARGV: 1 waiter id, 2 mode ('w'|'r'). Returns 1 if an entry was removed.
  */
 export const CANCEL_WAIT = script(
   'cancel-wait',
   PRELUDE +
     `
-local K = lockKeys()
+local K = lockKeys(KEYS)
 local now = clock()
 local member = ARGV[2] .. ':' .. ARGV[1]
 local removed = redis.call('ZREM', ARGV[2] == 'w' and K.writers or K.readers, ARGV[1])
 removed = removed + redis.call('ZREM', K.queue, member)
 redis.call('ZREM', K.deadlines, member)
 if purge(K, now) then settle(K) end
-wake(K, ARGV[3], now)
+wake(K, K.channel, now)
 return removed
 `,
 );
 
 /**
- * Administrative release: frees the lock whoever holds it. ARGV: 1 wake-up channel.
+ * Administrative release: frees the lock whoever holds it. No ARGV.
  * Returns 1 if the lock was held.
  */
 export const FORCE_RELEASE = script(
   'force-release',
   PRELUDE +
     `
-local K = lockKeys()
+local K = lockKeys(KEYS)
 local now = clock()
 local live = redis.call('ZCOUNT', K.leases, '(' .. now, '+inf')
+if live == 0 and redis.call('EXISTS', K.leases) == 0 then
+  -- Single-holder form: held while the state exists.
+  live = redis.call('EXISTS', K.state)
+end
 redis.call('DEL', K.state, K.leases)
-wake(K, ARGV[1], now)
+wake(K, K.channel, now)
 if live > 0 then return 1 end
 return 0
 `,
@@ -406,8 +482,17 @@ export const INSPECT = script(
   'inspect',
   PRELUDE +
     `
-local K = lockKeys()
+local K = lockKeys(KEYS)
 local now = clock()
+local state = redis.call('HGETALL', K.state)
+local leases = redis.call('ZRANGEBYSCORE', K.leases, '(' .. now, '+inf', 'WITHSCORES')
+if #leases == 0 and #state > 0 and redis.call('EXISTS', K.leases) == 0 then
+  -- Single-holder form: the sole holder's lease is the state's expiry.
+  local at = redis.call('PEXPIRETIME', K.state)
+  for i = 1, #state, 2 do
+    if at > now and string.sub(state[i], 1, 2) == 'h:' then leases = { string.sub(state[i], 3), at } end
+  end
+end
 local live = redis.call('ZRANGEBYSCORE', K.deadlines, '(' .. now, '+inf')
 local fairWriters = 0
 for i = 1, #live do
@@ -415,8 +500,8 @@ for i = 1, #live do
 end
 return {
   now,
-  redis.call('HGETALL', K.state),
-  redis.call('ZRANGEBYSCORE', K.leases, '(' .. now, '+inf', 'WITHSCORES'),
+  state,
+  leases,
   redis.call('ZCOUNT', K.writers, '(' .. now, '+inf') + fairWriters,
   redis.call('ZCOUNT', K.readers, '(' .. now, '+inf') + #live - fairWriters
 }

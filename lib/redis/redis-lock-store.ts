@@ -72,31 +72,26 @@ export class RedisLockStore implements LockStore {
   }
 
   /**
-   * ACQUIRE. ARGV: token, mode, leaseMs, seq, downgrade token, waiter id, holder identity, channel, re-entry, fair.
+   * ACQUIRE. ARGV: token, mode with flags (`e` re-entry only, `f` fair), leaseMs, seq, holder identity, waiter id,
+   * and the downgrade token only when there is one (every argument costs on both sides of the connection).
    * Reply `{1, fence, reentered}` or `{0, waitMs, blockedBy}`.
    */
   async acquire(call: AcquireCall): Promise<AcquireReply> {
     const names = call.lock as LockKeys;
-    const [ok, value, detail] = (await this.run(ACQUIRE, names.all, [
-      call.token,
-      modeCode(call.mode),
-      call.leaseMs,
-      call.seq,
-      call.downgradeToken,
-      call.waiterId,
-      this.identity + call.ownerId,
-      names.channel,
-      call.reentry ? '1' : '0',
-      call.fair ? '1' : '0',
-    ])) as [number, number, number];
+    let flags: string = modeCode(call.mode);
+    if (call.reentry) flags += 'e';
+    if (call.fair) flags += 'f';
+    const args: (string | number)[] = [call.token, flags, call.leaseMs, call.seq, this.identity + call.ownerId, call.waiterId];
+    if (call.downgradeToken !== '') args.push(call.downgradeToken);
+    const [ok, value, detail] = (await this.run(ACQUIRE, names.all, args)) as [number, number, number];
     if (ok === 1) return { granted: true, fencingToken: value, reentered: detail === 1 };
     return { granted: false, retryInMs: value, blockedBy: BLOCKED_BY[detail] ?? 'writer' };
   }
 
-  /** RELEASE. ARGV: token, seq ('' = every level), channel. Reply 2 ended, 1 one level, 0 not held. */
+  /** RELEASE. ARGV: token, seq ('' = every level). Reply 2 ended, 1 one level, 0 not held. */
   async release(lock: LockRef, token: string, seq: number | undefined): Promise<ReleaseReply> {
     const names = lock as LockKeys;
-    const reply = await this.run(RELEASE, names.all, [token, seq ?? '', names.channel]);
+    const reply = await this.run(RELEASE, names.all, [token, seq ?? '']);
     return reply === 2 ? 'ended' : reply === 1 ? 'level' : 'not-held';
   }
 
@@ -125,16 +120,14 @@ export class RedisLockStore implements LockStore {
     return (await this.run(EXTEND, (lock as LockKeys).all, [token, ms])) === 1;
   }
 
-  /** CANCEL_WAIT. ARGV: waiter id, mode, channel. */
+  /** CANCEL_WAIT. ARGV: waiter id, mode. */
   async cancelWait(lock: LockRef, mode: LockMode, waiterId: string): Promise<void> {
-    const names = lock as LockKeys;
-    await this.run(CANCEL_WAIT, names.all, [waiterId, modeCode(mode), names.channel]);
+    await this.run(CANCEL_WAIT, (lock as LockKeys).all, [waiterId, modeCode(mode)]);
   }
 
-  /** FORCE_RELEASE. ARGV: channel. Reply 1 if it was held. */
+  /** FORCE_RELEASE. No ARGV. Reply 1 if it was held. */
   async forceRelease(lock: LockRef): Promise<boolean> {
-    const names = lock as LockKeys;
-    return (await this.run(FORCE_RELEASE, names.all, [names.channel])) === 1;
+    return (await this.run(FORCE_RELEASE, (lock as LockKeys).all, [])) === 1;
   }
 
   /** INSPECT. Reply `{now, flat HGETALL of the state, flat live leases, waiting writers, waiting readers}`. */

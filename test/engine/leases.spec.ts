@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import { LockLostError } from '../../lib/errors/lock-lost.error.js';
 import { LockNotHeldError } from '../../lib/errors/lock-not-held.error.js';
 import type { LockEvents } from '../../lib/locking/lock-events.js';
-import { LockTestKit, abortedWithin, keysUnder, redisNames, rejectionOf, sleep, track, until } from '../support/lock-test-kit.js';
+import { LockTestKit, abortedWithin, keysUnder, leaseExpiry, redisNames, rejectionOf, sleep, track, until } from '../support/lock-test-kit.js';
 
 /** Redis server time in milliseconds. */
 async function redisNowMs(redis: { time(): Promise<[string, string] | (string | number)[]> }): Promise<number> {
@@ -36,7 +36,7 @@ describe('leases and the watchdog', () => {
     const lock = await engine.acquire('k', { leaseMs, autoExtend: false });
     const redisAfter = await redisNowMs(redis);
     // The lease expiry Redis keeps is Redis's clock at the acquisition plus leaseMs.
-    const expiry = Number(await redis.zscore(redisNames(engine.settings.keyPrefix, 'k').leases, lock.token));
+    const expiry = Number(await leaseExpiry(redis, redisNames(engine.settings.keyPrefix, 'k'), lock.token));
     expect(expiry).toBeGreaterThanOrEqual(redisBefore + leaseMs);
     expect(expiry).toBeLessThanOrEqual(redisAfter + leaseMs);
     expect(await other.tryAcquire('k')).toBeNull();

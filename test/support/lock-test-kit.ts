@@ -185,6 +185,16 @@ export function redisNames(prefix: string, key: string) {
 export { abortedWithin, deferred, rejectionOf, sleep, track, until } from './async.js';
 export { commandStats, keysUnder, redisUrl, uniquePrefix, withoutHarness } from './redis.js';
 
+/**
+ * The lease expiry Redis keeps for `token` (ms, Redis time): its score in the leases set, or, when the lock is in its
+ * single-holder form (no leases set), the state key's own expiry.
+ */
+export async function leaseExpiry(redis: Redis, names: { state: string; leases: string }, token: string): Promise<number | null> {
+  const [[, score], [, at]] = (await redis.multi().zscore(names.leases, token).pexpiretime(names.state).exec()) as [[null, string | null], [null, number]];
+  if (score !== null) return Number(score);
+  return at > 0 ? at : null;
+}
+
 /** Lock script calls (EVALSHA and EVAL) in `INFO commandstats` counts: the library's every lock operation is one. */
 export function scriptCalls(stats: Record<string, number>): number {
   return (stats.evalsha ?? 0) + (stats.eval ?? 0);
