@@ -20,7 +20,6 @@ describe('on a real 3-master Redis Cluster', () => {
   }, 30_000);
   afterEach(() => kit.closeAll());
   afterAll(() => cluster?.dispose());
-  afterAll(async () => { const d = () => process.getActiveResourcesInfo().join(','); const out = [d()]; for (const ms of [100, 300, 600]) { await new Promise((r) => setTimeout(r, ms)); out.push(d()); } console.log('RES cluster ' + out.join(' | ')); });
 
   /** An engine with an ioredis `Cluster` client of its own, on `prefix`. */
   function engine(c: RedisCluster, prefix: string): LockEngine {
