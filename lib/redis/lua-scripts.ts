@@ -104,7 +104,9 @@ local function wake(K, channel, now)
   local q = redis.call('ZRANGE', K.queue, 0, 63)
   if #q > 0 then
     if string.sub(q[1], 1, 1) == 'w' then
-      if redis.call('EXISTS', K.state) == 0 then redis.call('PUBLISH', channel, 'f:' .. string.sub(q[1], 3)) end
+      if redis.call('EXISTS', K.state) == 0 then
+        redis.call('PUBLISH', channel, 'f:' .. string.sub(q[1], 3))
+      end
     else
       for i = 1, #q do
         if string.sub(q[i], 1, 1) ~= 'r' then break end
@@ -115,10 +117,14 @@ local function wake(K, channel, now)
   end
   local w = redis.call('ZRANGEBYSCORE', K.writers, '(' .. now, '+inf', 'LIMIT', 0, 1)
   if #w > 0 then
-    if redis.call('EXISTS', K.state) == 0 then redis.call('PUBLISH', channel, 'w:' .. w[1]) end
+    if redis.call('EXISTS', K.state) == 0 then
+      redis.call('PUBLISH', channel, 'w:' .. w[1])
+    end
     return
   end
-  if redis.call('ZCOUNT', K.readers, '(' .. now, '+inf') > 0 then redis.call('PUBLISH', channel, 'r') end
+  if redis.call('ZCOUNT', K.readers, '(' .. now, '+inf') > 0 then
+    redis.call('PUBLISH', channel, 'r')
+  end
 end
 
 local function expireWith(key)
@@ -160,8 +166,12 @@ local free, drop = false, false
 if not reentry then
   if redis.call('EXISTS', KEYS[1], KEYS[5], KEYS[3], KEYS[4]) == 0 then
     free = true
-  elseif redis.call('EXISTS', KEYS[1], KEYS[5]) == 0 and (mode == 'w' or redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf') == 0) then
-    free, drop = true, waiter ~= ''
+  elseif redis.call('EXISTS', KEYS[1], KEYS[5]) == 0 then
+    if mode == 'w' then
+      free, drop = true, waiter ~= ''
+    elseif redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf') == 0 then
+      free, drop = true, waiter ~= ''
+    end
   end
 end
 if free then
@@ -285,7 +295,8 @@ if member ~= '' then
     if not queued then redis.call('ZADD', K.queue, nowus, member) end
     redis.call('ZADD', K.deadlines, expiry, member)
     expireWith(K.deadlines)
-    redis.call('PEXPIREAT', K.queue, redis.call('ZRANGE', K.deadlines, -1, -1, 'WITHSCORES')[2])
+    local queueEnd = redis.call('ZRANGE', K.deadlines, -1, -1, 'WITHSCORES')[2]
+    redis.call('PEXPIREAT', K.queue, queueEnd)
   else
     local waiting = mode == 'w' and K.writers or K.readers
     redis.call('ZADD', waiting, expiry, waiter)
@@ -366,7 +377,9 @@ if seq ~= '' then
   end
 end
 redis.call('HDEL', K.state, field)
-if redis.call('HGET', K.state, 'w') == token then redis.call('HDEL', K.state, 'w') end
+if redis.call('HGET', K.state, 'w') == token then
+  redis.call('HDEL', K.state, 'w')
+end
 redis.call('ZREM', K.leases, token)
 settle(K)
 wake(K, K.channel, now)
@@ -397,10 +410,13 @@ for i = 1, #ARGV / 2 do
       redis.call('PEXPIREAT', leases, e, 'GT')
     end
     out[i] = 1
-  elseif not s and redis.call('HEXISTS', state, 'h:' .. token) == 1 and redis.call('EXISTS', leases) == 0 then
-    -- Single-holder form: the state's expiry is the lease, running since the state exists.
-    redis.call('PEXPIREAT', state, now + lease, 'GT')
-    out[i] = 1
+  elseif not s and redis.call('HEXISTS', state, 'h:' .. token) == 1 then
+    out[i] = 0
+    if redis.call('EXISTS', leases) == 0 then
+      -- Single-holder form: the state's expiry is the lease, running since the state exists.
+      redis.call('PEXPIREAT', state, now + lease, 'GT')
+      out[i] = 1
+    end
   else
     out[i] = 0
   end
@@ -420,7 +436,8 @@ export const EXTEND = script(
 local K = lockKeys(KEYS)
 local now = clock()
 local s = redis.call('ZSCORE', K.leases, ARGV[1])
-if not s and redis.call('HEXISTS', K.state, 'h:' .. ARGV[1]) == 1 and redis.call('EXISTS', K.leases) == 0 then
+if not s and redis.call('HEXISTS', K.state, 'h:' .. ARGV[1]) == 1 then
+  if redis.call('EXISTS', K.leases) == 1 then return 0 end
   -- Single-holder form: the state's expiry is the lease.
   redis.call('PEXPIREAT', K.state, now + tonumber(ARGV[2]))
   return 1
