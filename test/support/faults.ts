@@ -16,7 +16,7 @@ export interface FaultResources {
   add(closer: () => Promise<unknown>): void;
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** Keeps the event loop busy (no timer, I/O or promise callback runs) for `ms` milliseconds. */
 export function blockEventLoop(ms: number): void {
@@ -62,7 +62,7 @@ async function waitForPing(host: string, port: number, withinMs: number, exited:
 // synchronously when the process exits, so no paused redis-server or namespace outlives the run.
 const exitCleanups = new Set<() => void>();
 let exitHookInstalled = false;
-function onExit(cleanup: () => void): () => void {
+export function onExit(cleanup: () => void): () => void {
   if (!exitHookInstalled) {
     exitHookInstalled = true;
     process.once('exit', () => {
@@ -79,7 +79,7 @@ function onExit(cleanup: () => void): () => void {
   return () => exitCleanups.delete(cleanup);
 }
 
-function killNow(pid: number | undefined): void {
+export function killNow(pid: number | undefined): void {
   if (pid === undefined) return;
   try {
     process.kill(pid, 'SIGKILL');

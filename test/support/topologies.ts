@@ -10,7 +10,7 @@ import { performance } from 'node:perf_hooks';
 import { Cluster, Redis } from 'ioredis';
 import type { ClusterOptions, RedisOptions } from 'ioredis';
 import { findRedisServer, freePort } from '../../tools/redis-server.mjs';
-import { answersPing } from './faults.js';
+import { answersPing, killNow, onExit, sleep } from './faults.js';
 import type { FaultResources } from './faults.js';
 import { keysUnder } from './redis.js';
 
@@ -21,40 +21,11 @@ export interface NodeAddress {
 }
 
 const HOST = '127.0.0.1';
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 // ---------------------------------------------------------------------------------------------------------------
 // Processes: spawned unref'd (a forgotten topology must not keep the test process alive), with the tail of their
 // output kept for error messages, and killed by a process-exit hook if nobody disposed them.
 // ---------------------------------------------------------------------------------------------------------------
-
-const exitCleanups = new Set<() => void>();
-let exitHookInstalled = false;
-function onExit(cleanup: () => void): () => void {
-  if (!exitHookInstalled) {
-    exitHookInstalled = true;
-    process.once('exit', () => {
-      for (const fn of exitCleanups) {
-        try {
-          fn();
-        } catch {
-          // best effort while exiting
-        }
-      }
-    });
-  }
-  exitCleanups.add(cleanup);
-  return () => exitCleanups.delete(cleanup);
-}
-
-function killNow(pid: number | undefined): void {
-  if (pid === undefined) return;
-  try {
-    process.kill(pid, 'SIGKILL');
-  } catch {
-    // already gone
-  }
-}
 
 function which(name: string): string | null {
   const found = spawnSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8' });
