@@ -50,7 +50,14 @@ export class Leftovers {
     const late = lateAcquireOf(failure);
     this.run(target, async () => {
       let reply = late ? await late.catch(() => undefined) : undefined;
-      reply ??= await this.untilAnswered(target, 'undo an acquisition', () => this.store.acquire(call));
+      reply ??= await this.untilAnswered(target, 'undo an acquisition', () =>
+        // Re-sent with `waitForReplicas`, the grant may again lack its replicas: it is known all the same.
+        this.store.acquire(call).catch((err: unknown) => {
+          const known = err instanceof LockUnavailableError && err.reason === 'not-replicated' ? lateAcquireOf(err) : undefined;
+          if (known) return known;
+          throw err;
+        }),
+      );
       if (!reply) return;
       if (reply.granted) {
         const seq = target.owner.nextSeq();

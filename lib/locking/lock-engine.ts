@@ -6,7 +6,7 @@ import { LockUnavailableError } from '../errors/lock-unavailable.error.js';
 import { BoundedLockStore } from '../redis/bounded-lock-store.js';
 import type { RedisConnectionInput } from '../redis/connection.js';
 import { validateLockKey } from '../redis/key-layout.js';
-import type { ConnectionStateChange, LockStore, LockStoreFactory } from '../redis/lock-store.js';
+import type { ConnectionStateChange, LockStore, LockStoreFactory, ReplicaWaitSettings } from '../redis/lock-store.js';
 import { RedisLockStore } from '../redis/redis-lock-store.js';
 import type { AcquireOptions, LockHandle, LockInfo, LockPing } from '../types/lock.types.js';
 import { Acquirer } from './acquisition.js';
@@ -16,7 +16,7 @@ import { LockAlarm, describeHeldTooLong } from './lock-alarm.js';
 import { LockEventBus, asError, errorText } from './lock-events.js';
 import type { LockEventListener, LockEventName, LockLogger } from './lock-events.js';
 import type { LockHandleImpl } from './lock-handle.js';
-import { DEFAULT_PING_TIMEOUT_MS, resolveAcquireOptions, resolveEngineSettings } from './lock-options.js';
+import { DEFAULT_PING_TIMEOUT_MS, DEFAULT_REPLICA_WAIT_MS, resolveAcquireOptions, resolveEngineSettings } from './lock-options.js';
 import type { LockEngineSettings } from './lock-options.js';
 import { currentHandle, currentOwner, newInstanceId, runInOwnerScope, runWithHandle } from './owner-context.js';
 import { WaitingRoom } from './waiting.js';
@@ -36,6 +36,12 @@ export type ModeFixedOptions = Omit<AcquireOptions, 'mode'>;
 const SUBSCRIPTION_LINGER_MS = 1_000;
 /** Slack on top of the documented bound of a call before the engine itself settles it, in milliseconds. */
 const BOUND_MARGIN_MS = 50;
+
+/** `waitForReplicas` with its defaults, as the store takes it. */
+function replicaWait(settings: LockEngineSettings): ReplicaWaitSettings | undefined {
+  const wait = settings.waitForReplicas;
+  return wait && { replicas: wait.replicas, timeoutMs: wait.timeoutMs ?? DEFAULT_REPLICA_WAIT_MS };
+}
 
 const consoleLogger: LockLogger = {
   warn: (m) => console.warn(`[nest-redis-locks] ${m}`),
@@ -83,6 +89,7 @@ export class LockEngine {
       identity,
       subscriptionLingerMs: SUBSCRIPTION_LINGER_MS,
       commandTimeoutMs: this.settings.commandTimeoutMs,
+      waitForReplicas: replicaWait(this.settings),
       onConnectionError: (err: unknown) => this.logger.warn(`Redis error: ${errorText(err)}`),
       onConnectionState: (change: ConnectionStateChange) => this.connectionChanged(change),
     };

@@ -14,7 +14,7 @@ function thrown(fn: () => unknown): unknown {
   throw new Error('expected a throw, got none');
 }
 
-const SETTING_NAMES = ['appName', 'autoExtend', 'commandTimeoutMs', 'holdWarningMs', 'keyPrefix', 'leaseMs', 'waitTimeoutMs', 'waitWarningMs'];
+const SETTING_NAMES = ['appName', 'autoExtend', 'commandTimeoutMs', 'holdWarningMs', 'keyPrefix', 'leaseMs', 'waitForReplicas', 'waitTimeoutMs', 'waitWarningMs'];
 
 describe('DEFAULT_LOCK_SETTINGS', () => {
   it('holds the documented defaults', () => {
@@ -27,6 +27,7 @@ describe('DEFAULT_LOCK_SETTINGS', () => {
       appName: process.env.npm_package_name ?? '',
       holdWarningMs: 60_000,
       waitWarningMs: 5_000,
+      waitForReplicas: undefined,
     });
     expect(Object.isFrozen(DEFAULT_LOCK_SETTINGS)).toBe(true);
   });
@@ -62,6 +63,7 @@ describe('resolveEngineSettings', () => {
       appName: 'orders',
       holdWarningMs: 0,
       waitWarningMs: 0,
+      waitForReplicas: { replicas: 'connected', timeoutMs: 9 },
     };
     expect(resolveEngineSettings(all)).toEqual(all);
   });
@@ -145,6 +147,43 @@ describe('resolveEngineSettings', () => {
     expect((err as LockConfigError).option).toBe(option);
     expect((err as LockConfigError).message).toMatch(new RegExp(`^invalid ${option}:`));
     expect((err as LockConfigError).key).toBeUndefined();
+  });
+
+  it('takes waitForReplicas with its timeout default, frozen', () => {
+    const one = resolveEngineSettings({ waitForReplicas: { replicas: 1 } }).waitForReplicas;
+    expect(one).toEqual({ replicas: 1, timeoutMs: 1_000 });
+    expect(Object.isFrozen(one)).toBe(true);
+    expect(resolveEngineSettings({ waitForReplicas: { replicas: 'connected', timeoutMs: 300 } }).waitForReplicas).toEqual({
+      replicas: 'connected',
+      timeoutMs: 300,
+    });
+    // The default timeout stays under a small commandTimeoutMs, which bounds the whole round trip.
+    expect(resolveEngineSettings({ commandTimeoutMs: 500, waitForReplicas: { replicas: 2 } }).waitForReplicas).toEqual({ replicas: 2, timeoutMs: 499 });
+  });
+
+  it.each<[unknown, string]>([
+    [null, 'waitForReplicas'],
+    [1, 'waitForReplicas'],
+    [[1], 'waitForReplicas'],
+    [{}, 'waitForReplicas.replicas'],
+    [{ replicas: 0 }, 'waitForReplicas.replicas'],
+    [{ replicas: 1.5 }, 'waitForReplicas.replicas'],
+    [{ replicas: 'all' }, 'waitForReplicas.replicas'],
+    [{ replicas: '1' }, 'waitForReplicas.replicas'],
+    [{ replicas: 1, timeoutMs: 0 }, 'waitForReplicas.timeoutMs'],
+    [{ replicas: 1, timeoutMs: 2.5 }, 'waitForReplicas.timeoutMs'],
+    [{ replicas: 1, timeoutMs: 2_000 }, 'waitForReplicas.timeoutMs'],
+  ])('rejects waitForReplicas = %p, naming %s', (value, option) => {
+    const err = thrown(() => resolveEngineSettings({ waitForReplicas: value as never }));
+    expect(err).toBeInstanceOf(LockConfigError);
+    expect((err as LockConfigError).option).toBe(option);
+    expect((err as LockConfigError).message).toMatch(new RegExp(`^invalid ${option.replace('.', '\\.')}:`));
+  });
+
+  it('says a replica wait must fit in the command timeout', () => {
+    expect(() => resolveEngineSettings({ commandTimeoutMs: 1_000, waitForReplicas: { replicas: 1, timeoutMs: 1_000 } })).toThrow(
+      'invalid waitForReplicas.timeoutMs: 1000; it must be less than commandTimeoutMs (1000)',
+    );
   });
 
   it('says the allowed range of a duration', () => {

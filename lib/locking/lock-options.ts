@@ -23,7 +23,24 @@ export interface LockEngineSettings {
   readonly holdWarningMs: number;
   /** Deadlock alarm: report a waiter waiting longer than this, in milliseconds, once, with the holders. Default `5_000`; `0` turns it off. */
   readonly waitWarningMs: number;
+  /**
+   * Replica acknowledgement: a grant (and a renewal, and an `extend`) counts only once `WAIT` reports that many
+   * replicas have it, within `timeoutMs`; otherwise it is undone and the call rejects with `LockUnavailableError`
+   * (`reason: 'not-replicated'`). Default `undefined`: off.
+   */
+  readonly waitForReplicas: WaitForReplicas | undefined;
 }
+
+/** The `waitForReplicas` option. */
+export interface WaitForReplicas {
+  /** How many replicas must acknowledge: a number from 1, or `'connected'`: as many as the master has connected. */
+  readonly replicas: number | 'connected';
+  /** How long `WAIT` may wait for them, in milliseconds; less than `commandTimeoutMs`. Default `1_000`. */
+  readonly timeoutMs?: number;
+}
+
+/** Default `waitForReplicas.timeoutMs`, in milliseconds. */
+export const DEFAULT_REPLICA_WAIT_MS = 1_000;
 
 /** The defaults; the one place they live. */
 export const DEFAULT_LOCK_SETTINGS: LockEngineSettings = Object.freeze({
@@ -35,6 +52,7 @@ export const DEFAULT_LOCK_SETTINGS: LockEngineSettings = Object.freeze({
   appName: process.env.npm_package_name ?? '',
   holdWarningMs: 60_000,
   waitWarningMs: 5_000,
+  waitForReplicas: undefined,
 });
 
 /** Default bound of `ping`, in milliseconds (the health check uses it too). */
@@ -103,7 +121,37 @@ export function resolveEngineSettings(input: Partial<LockEngineSettings> = {}): 
   if (typeof settings.appName !== 'string') {
     throw new LockConfigError(`invalid appName: expected a string`, 'appName');
   }
+  merged.waitForReplicas = resolveReplicaWait(settings.waitForReplicas, settings.commandTimeoutMs);
   return Object.freeze(settings);
+}
+
+/** `waitForReplicas` checked, with its `timeoutMs` default; throws `LockConfigError` naming the option. */
+function resolveReplicaWait(value: unknown, commandTimeoutMs: number): WaitForReplicas | undefined {
+  if (value === undefined) return undefined;
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new LockConfigError(
+      `invalid waitForReplicas: ${Array.isArray(value) ? 'an array' : JSON.stringify(value)}; expected { replicas: number | 'connected', timeoutMs?: number } or undefined (off)`,
+      'waitForReplicas',
+    );
+  }
+  const o = value as Partial<WaitForReplicas>;
+  const { replicas } = o;
+  if (replicas !== 'connected' && !(typeof replicas === 'number' && Number.isInteger(replicas) && replicas >= 1 && replicas <= 1_000)) {
+    throw new LockConfigError(
+      `invalid waitForReplicas.replicas: ${String(replicas)}; expected an integer from 1 to 1000, or 'connected'`,
+      'waitForReplicas.replicas',
+    );
+  }
+  const timeoutMs = o.timeoutMs ?? Math.min(DEFAULT_REPLICA_WAIT_MS, commandTimeoutMs - 1);
+  checkDuration('waitForReplicas.timeoutMs', timeoutMs, 1, false);
+  if (timeoutMs >= commandTimeoutMs) {
+    throw new LockConfigError(
+      `invalid waitForReplicas.timeoutMs: ${timeoutMs}; it must be less than commandTimeoutMs (${commandTimeoutMs}), ` +
+        'which bounds the whole round trip, WAIT included: lower waitForReplicas.timeoutMs or raise commandTimeoutMs',
+      'waitForReplicas.timeoutMs',
+    );
+  }
+  return Object.freeze({ replicas, timeoutMs });
 }
 
 /** Merges per-call options over the engine settings; throws `LockConfigError` naming the option and key. */

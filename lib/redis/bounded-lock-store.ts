@@ -14,6 +14,7 @@ import type {
   WakeUpSubscription,
 } from './lock-store.js';
 import { TIMED_OUT } from './redis-failures.js';
+import { grantedReplyOf } from './replica-wait.js';
 
 /** How much longer than the command timeout a call may wait behind this process's own commands while Redis answers. */
 export const MAX_BACKLOG_FACTOR = 10;
@@ -26,7 +27,8 @@ const lateAcquires = new WeakMap<object, Promise<AcquireReply>>();
 
 /**
  * The still-running acquire behind a timed-out `acquire` error: it may yet be granted (Redis paused, a reply held
- * up by the network), and then the grant must be undone. `undefined` for other errors.
+ * up by the network), and then the grant must be undone. For an `acquire` the store failed after a grant
+ * (`waitForReplicas` not met), that grant. `undefined` for other errors.
  */
 export function lateAcquireOf(err: unknown): Promise<AcquireReply> | undefined {
   return typeof err === 'object' && err !== null ? lateAcquires.get(err) : undefined;
@@ -54,10 +56,16 @@ export class BoundedLockStore implements LockStore {
 
   acquire(call: AcquireCall): Promise<AcquireReply> {
     const pending = this.inner.acquire(call);
-    return this.bound(pending, 'acquire', call.lock.key, (err) => {
-      // Keep the attempt: if it lands after all, the caller undoes it.
-      lateAcquires.set(err, pending);
-      pending.catch(() => undefined);
+    return this.bound(pending, 'acquire', call.lock.key, (err, failure) => {
+      if (failure === TIMED_OUT) {
+        // Keep the attempt: if it lands after all, the caller undoes it.
+        lateAcquires.set(err, pending);
+        pending.catch(() => undefined);
+        return;
+      }
+      // A grant the store could not stand by (replicas did not confirm it): the caller undoes it, without re-sending.
+      const granted = grantedReplyOf(failure);
+      if (granted) lateAcquires.set(err, Promise.resolve(granted));
     });
   }
 
@@ -118,9 +126,15 @@ export class BoundedLockStore implements LockStore {
    * behind this process's own burst of commands (100,000 releases at once) waits its turn, up to
    * `MAX_BACKLOG_FACTOR × timeoutMs`; a paused, dead or cut-off Redis answers nothing, so calls fail `timeoutMs` after
    * its last answer. Time this process itself was stalled (a blocked event loop: its commands may not even have
-   * left it) does not count as silence. (`onTimeout` sees the error first.)
+   * left it) does not count as silence. (`onFailure` sees the error first, with what the call failed with:
+   * `TIMED_OUT` or the store's own failure.)
    */
-  private bound<T>(pending: Promise<T>, operation: LockOperation, key: string | undefined, onTimeout?: (err: LockError) => void): Promise<T> {
+  private bound<T>(
+    pending: Promise<T>,
+    operation: LockOperation,
+    key: string | undefined,
+    onFailure?: (err: LockError, failure: unknown) => void,
+  ): Promise<T> {
     const startedAt = performance.now();
     return new Promise<T>((resolve, reject) => {
       let settled = false;
@@ -146,7 +160,7 @@ export class BoundedLockStore implements LockStore {
         }
         settled = true;
         const err = this.inner.describeFailure(TIMED_OUT, operation, key, this.timeoutMs);
-        onTimeout?.(err);
+        onFailure?.(err, TIMED_OUT);
         reject(err);
       };
       arm(this.timeoutMs);
@@ -162,7 +176,9 @@ export class BoundedLockStore implements LockStore {
           clearTimeout(timer);
           if (settled) return;
           settled = true;
-          reject(this.inner.describeFailure(err, operation, key, this.timeoutMs));
+          const described = this.inner.describeFailure(err, operation, key, this.timeoutMs);
+          onFailure?.(described, err);
+          reject(described);
         },
       );
     });

@@ -54,10 +54,20 @@ export interface LockStoreContext {
   readonly subscriptionLingerMs: number;
   /** The most one round trip may take, in milliseconds (connections the store opens are tuned to it). */
   readonly commandTimeoutMs: number;
+  /** `waitForReplicas`: writes that grant or extend a lease wait for the replicas (`undefined`: off). */
+  readonly waitForReplicas?: ReplicaWaitSettings;
   /** Errors outside any caller's call (e.g. dropping an idle subscription). */
   readonly onConnectionError: (err: unknown) => void;
   /** A connection went down (once, not once per reconnect attempt) or came back. */
   readonly onConnectionState: (change: ConnectionStateChange) => void;
+}
+
+/** `waitForReplicas` as a store takes it (validated, defaults merged). */
+export interface ReplicaWaitSettings {
+  /** Replicas that must acknowledge a write, or `'connected'`: as many as the master has connected. */
+  readonly replicas: number | 'connected';
+  /** How long `WAIT` may wait for them, in milliseconds. */
+  readonly timeoutMs: number;
 }
 
 /** A connection of the store going down or coming back. */

@@ -1,6 +1,7 @@
 import { LockError } from '../errors/lock.error.js';
 import { LockUnavailableError } from '../errors/lock-unavailable.error.js';
 import type { LockOperation, LockUnavailableReason } from '../errors/lock-unavailable.error.js';
+import { NotReplicated } from './replica-wait.js';
 
 /** A command that got no answer within the command timeout (what `RedisLockStore.describeFailure` is told). */
 export const TIMED_OUT: unique symbol = Symbol('timed out');
@@ -40,6 +41,14 @@ export function unavailable(
   context: { timeoutMs: number; connected: boolean; scripts: ScriptSourceLookup; keyPrefix: string },
 ): LockError {
   if (failure instanceof LockError) return failure;
+  if (failure instanceof NotReplicated) {
+    // An ACL user without WAIT is a permission to grant, not a replication problem.
+    if (failure.refused && classifyRedisError(failure.refused, context.scripts, context.keyPrefix).reason === 'permission-denied') {
+      return unavailable(failure.refused, operation, key, context);
+    }
+    const undone = operation === 'acquire' ? '; the grant was undone' : operation === 'renew' || operation === 'extend' ? '; the lease is counted as not renewed' : '';
+    return new LockUnavailableError({ key, operation, reason: 'not-replicated', detail: failure.message + undone, cause: failure.refused });
+  }
   if (failure === TIMED_OUT) {
     const detail = context.connected
       ? `no answer within commandTimeoutMs (${context.timeoutMs} ms): Redis is paused, overloaded or cut off`

@@ -21,6 +21,7 @@ import type {
 import { ACQUIRE, CANCEL_WAIT, EXTEND, FORCE_RELEASE, INSPECT, RELEASE, RENEW_MANY } from './lua-scripts.js';
 import type { LuaScript } from './lua-scripts.js';
 import { unavailable } from './redis-failures.js';
+import { NotReplicated, ReplicaAcks } from './replica-wait.js';
 import type { LockError } from '../errors/lock.error.js';
 import type { LockOperation } from '../errors/lock-unavailable.error.js';
 
@@ -43,6 +44,8 @@ export class RedisLockStore implements LockStore {
   private readonly client: RedisClient;
   private readonly subscriber: LockSubscriber;
   private readonly names = new Map<string, LockKeys>();
+  /** `waitForReplicas`: scripts that write are followed by `WAIT` in the same round trip. */
+  private readonly acks: ReplicaAcks | undefined;
   /** `host|pid|app|`, the start of every holder record's identity part. */
   private readonly identity: string;
 
@@ -59,6 +62,13 @@ export class RedisLockStore implements LockStore {
     const { host, pid, app } = options.identity;
     const clean = (s: string) => s.replace(/\|/g, '_');
     this.identity = `${clean(host)}|${pid}|${clean(app)}|`;
+    if (options.waitForReplicas) {
+      const acks = new ReplicaAcks(this.client, options.waitForReplicas);
+      this.acks = acks;
+      void acks.probe().then((refused) => {
+        if (refused && isReplyError(refused)) options.onConnectionError(new NotReplicated(0, 0, 0, undefined, refused));
+      });
+    }
   }
 
   lock(key: string): LockKeys {
@@ -83,9 +93,26 @@ export class RedisLockStore implements LockStore {
     if (call.fair) flags += 'f';
     const args: (string | number)[] = [call.token, flags, call.leaseMs, call.seq, this.identity + call.ownerId, call.waiterId];
     if (call.downgradeToken !== '') args.push(call.downgradeToken);
-    const [ok, value, detail] = (await this.run(ACQUIRE, names.all, args)) as [number, number, number];
-    if (ok === 1) return { granted: true, fencingToken: value, reentered: detail === 1 };
-    return { granted: false, retryInMs: value, blockedBy: BLOCKED_BY[detail] ?? 'writer' };
+    if (this.acks) {
+      const acked = await this.acks.run(ACQUIRE, names.all, args);
+      const reply = acquireReply(acked.reply);
+      // Only a grant needs the replicas: a refusal changed nothing a failover could lose that matters.
+      if (reply.granted && (acked.refused !== undefined || acked.acked < acked.wanted)) {
+        throw new NotReplicated(acked.acked, acked.wanted, this.acks.settings.timeoutMs, reply, acked.refused);
+      }
+      return reply;
+    }
+    return acquireReply(await this.run(ACQUIRE, names.all, args));
+  }
+
+  /** A script that changes a lease, acknowledged by the replicas when `waitForReplicas` is on. */
+  private async runLeaseChange(script: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    if (!this.acks) return this.run(script, keys, args);
+    const acked = await this.acks.run(script, keys, args);
+    if (acked.refused !== undefined || acked.acked < acked.wanted) {
+      throw new NotReplicated(acked.acked, acked.wanted, this.acks.settings.timeoutMs, undefined, acked.refused);
+    }
+    return acked.reply;
   }
 
   /** RELEASE. ARGV: token, seq ('' = every level). Reply 2 ended, 1 one level, 0 not held. */
@@ -109,7 +136,7 @@ export class RedisLockStore implements LockStore {
         keys.push(names.state, names.leases);
         args.push(token, leaseMs);
       }
-      calls.push(this.run(RENEW_MANY, keys, args));
+      calls.push(this.runLeaseChange(RENEW_MANY, keys, args));
     }
     const replies = (await Promise.all(calls)) as number[][];
     return replies.flat().map((r) => r === 1);
@@ -117,7 +144,7 @@ export class RedisLockStore implements LockStore {
 
   /** EXTEND. ARGV: token, ms. Reply 1, or 0 when not held. */
   async extend(lock: LockRef, token: string, ms: number): Promise<boolean> {
-    return (await this.run(EXTEND, (lock as LockKeys).all, [token, ms])) === 1;
+    return (await this.runLeaseChange(EXTEND, (lock as LockKeys).all, [token, ms])) === 1;
   }
 
   /** CANCEL_WAIT. ARGV: waiter id, mode. */
@@ -199,6 +226,18 @@ export class RedisLockStore implements LockStore {
       throw err;
     }
   }
+}
+
+/** ACQUIRE's reply `{1, fence, reentered}` or `{0, waitMs, blockedBy}`. */
+function acquireReply(raw: unknown): AcquireReply {
+  const [ok, value, detail] = raw as [number, number, number];
+  if (ok === 1) return { granted: true, fencingToken: value, reentered: detail === 1 };
+  return { granted: false, retryInMs: value, blockedBy: BLOCKED_BY[detail] ?? 'writer' };
+}
+
+/** An error reply of the server (as opposed to a connection failure). */
+function isReplyError(err: unknown): boolean {
+  return err instanceof Error && err.name === 'ReplyError';
 }
 
 function modeCode(mode: LockMode): 'w' | 'r' {

@@ -113,8 +113,9 @@ export class RedisProcess {
     this.forgetExit = onExit(() => killNow(this.server.pid));
   }
 
-  static async start(resources?: FaultResources): Promise<RedisProcess> {
-    const redis = new RedisProcess(await startRedisServer());
+  /** `args`: more redis-server arguments (e.g. `['--replicaof', host, port]`). */
+  static async start(resources?: FaultResources, args: readonly string[] = []): Promise<RedisProcess> {
+    const redis = new RedisProcess(await startRedisServer({ args: [...args] }));
     resources?.add(() => redis.dispose());
     return redis;
   }

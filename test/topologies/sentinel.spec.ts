@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { LockError } from '../../lib/errors/lock.error.js';
 import { LockLostError } from '../../lib/errors/lock-lost.error.js';
+import { LockUnavailableError } from '../../lib/errors/lock-unavailable.error.js';
 import type { LockEngine } from '../../lib/locking/lock-engine.js';
 import { LockTestKit, keysUnder, redisNames, sleep, track, uniquePrefix, until } from '../support/lock-test-kit.js';
 import { RedisSentinelSet, topologySupport } from '../support/topologies.js';
@@ -149,4 +150,87 @@ describe('through Redis Sentinel, across a failover (master SIGKILLed)', () => {
     for (const err of errors) expect(err).toBeInstanceOf(LockError);
     expect(raw).toEqual([]);
   }, 30_000);
+});
+
+describe('through Redis Sentinel with waitForReplicas, across a failover to a replica that lagged', () => {
+  const kit = new LockTestKit();
+  let set: RedisSentinelSet | undefined;
+
+  beforeAll(async () => {
+    if (!unsupported) set = await RedisSentinelSet.start();
+  }, 30_000);
+  afterEach(() => kit.closeAll());
+  afterAll(() => set?.dispose());
+
+  maybe(`a grant the replica did not confirm is refused, so no two clients ever hold the lock; a confirmed one survives${skipped}`, async () => {
+    const s = set!;
+    const prefix = uniquePrefix('sentinel-wait');
+    const options = { redis: s.redisOptions(), keyPrefix: prefix, leaseMs: LEASE_MS, commandTimeoutMs: COMMAND_MS };
+    // A long lease: once the only replica is promoted, no renewal of A can be confirmed until a new replica
+    // attaches (the price of `replicas: 1`), so A's hold lives on its lease alone meanwhile.
+    const a = kit.engine({ ...options, leaseMs: 20_000, waitForReplicas: { replicas: 1, timeoutMs: 500 } });
+    const b = kit.engine(options);
+
+    // Confirmed by the replica before it was granted.
+    const safe = await a.acquire('safe');
+
+    // The replica stops applying the master's stream; A's next grant is not confirmed, so it is refused and undone.
+    const replica = await replicaOf(s);
+    kit.add(async () => replica.disconnect());
+    await replica.call('CLIENT', 'PAUSE', '1500', 'WRITE');
+    const refused = await a.acquire('split', { waitTimeoutMs: 0 }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(LockUnavailableError);
+    expect(refused).toMatchObject({ reason: 'not-replicated', key: 'split' });
+
+    // The master dies at once; Sentinel promotes the replica.
+    const oldMaster = await s.killMaster();
+    const newMaster = await s.waitForFailover(20_000);
+    expect(newMaster.port).not.toBe(oldMaster.port);
+
+    const eventually = async <T>(call: () => Promise<T>): Promise<T> => {
+      const deadline = performance.now() + 15_000;
+      for (;;) {
+        try {
+          return await call();
+        } catch (err) {
+          if (!(err instanceof LockError) || performance.now() > deadline) throw err;
+          await sleep(100);
+        }
+      }
+    };
+    // B gets "split": A never held it. B does not get "safe": the new master has A's confirmed hold.
+    const bSplit = await eventually(() => b.acquire('split', { waitTimeoutMs: 0 }));
+    expect(await eventually(() => b.tryAcquire('safe'))).toBeNull();
+    expect(safe.isHeld).toBe(true);
+    expect(await stateOnMaster(s, prefix, 'safe')).toBe(true);
+    await bSplit.release();
+    await until(async () => (await a.ping(500)).command, 15_000, 'A to reach the new master');
+    expect(await safe.release()).toBe(true);
+    expect(await stateOnMaster(s, prefix, 'safe')).toBe(false);
+  }, 40_000);
+
+  /** A client on the set's replica (the node that is not the master). */
+  async function replicaOf(s: RedisSentinelSet): Promise<Redis> {
+    const master = await s.master();
+    const sentinel = new Redis({ host: s.sentinels[0].host, port: s.sentinels[0].port, maxRetriesPerRequest: 1 });
+    try {
+      const replicas = (await sentinel.call('SENTINEL', 'REPLICAS', s.name)) as string[][];
+      const fieldsOf = (flat: string[]) => Object.fromEntries(flat.flatMap((v, i) => (i % 2 === 0 ? [[v, flat[i + 1]]] : [])));
+      const found = replicas.map(fieldsOf).find((r) => Number(r.port) !== master.port);
+      if (!found) throw new Error('no replica reported by the sentinel');
+      return new Redis({ host: found.ip, port: Number(found.port), maxRetriesPerRequest: 1 });
+    } finally {
+      sentinel.disconnect();
+    }
+  }
+
+  async function stateOnMaster(s: RedisSentinelSet, prefix: string, key: string): Promise<boolean> {
+    const master = await s.master();
+    const client = new Redis({ host: master.host, port: master.port, maxRetriesPerRequest: 1 });
+    try {
+      return (await client.exists(redisNames(prefix, key).state)) === 1;
+    } finally {
+      client.disconnect();
+    }
+  }
 });

@@ -1,0 +1,163 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { performance } from 'node:perf_hooks';
+import { Redis } from 'ioredis';
+import { LockLostError } from '../../lib/errors/lock-lost.error.js';
+import { LockUnavailableError } from '../../lib/errors/lock-unavailable.error.js';
+import type { LockEngineOptions } from '../../lib/locking/lock-engine.js';
+import { RedisProcess, sleep } from '../support/faults.js';
+import { LockTestKit, keysUnder, until } from '../support/lock-test-kit.js';
+
+/**
+ * `waitForReplicas` against a real master with a real replica. A replica is held back with `CLIENT PAUSE <ms> WRITE`
+ * on it: it stops applying the replication stream, so the master's writes are not acknowledged meanwhile (what a
+ * slow or partitioned replica does).
+ */
+const WAIT_MS = 300;
+const COMMAND_MS = 1_000;
+
+describe('waitForReplicas (a master and one replica)', () => {
+  const kit = new LockTestKit();
+  let master: RedisProcess;
+  let replica: RedisProcess;
+  let admin: Redis;
+  let replicaAdmin: Redis;
+
+  beforeAll(async () => {
+    master = await RedisProcess.start();
+    replica = await RedisProcess.start(undefined, ['--replicaof', '127.0.0.1', String(master.port)]);
+    admin = new Redis(master.url, { maxRetriesPerRequest: 1 });
+    replicaAdmin = new Redis(replica.url, { maxRetriesPerRequest: 1 });
+    await until(async () => /master_link_status:up/.test(await replicaAdmin.info('replication')), 10_000, 'the replica to sync');
+  }, 20_000);
+  afterEach(() => kit.closeAll());
+  afterAll(async () => {
+    admin.disconnect();
+    replicaAdmin.disconnect();
+    await replica.dispose();
+    await master.dispose();
+  });
+
+  const engine = (options: Partial<LockEngineOptions> = {}) =>
+    kit.engine({ redis: master.url, commandTimeoutMs: COMMAND_MS, waitForReplicas: { replicas: 1, timeoutMs: WAIT_MS }, ...options });
+
+  /** Holds the replica's replication stream back for `ms`. */
+  const holdBack = (ms: number) => replicaAdmin.call('CLIENT', 'PAUSE', String(ms), 'WRITE');
+
+  /** Resolves once the replica has applied everything the master has written. */
+  async function caughtUp(): Promise<void> {
+    await until(async () => (await admin.wait(1, 100)) === 1, 5_000, 'the replica to catch up');
+  }
+
+  it('grants once the replica has the lock: it is on the replica when acquire returns', async () => {
+    const a = engine();
+    const handle = await a.acquire('order:1');
+    // Read on the replica at once: WAIT already confirmed the write, nothing is in flight.
+    expect(await keysUnder(replicaAdmin, a.settings.keyPrefix)).not.toEqual([]);
+    expect(await kit.peer(a, { redis: master.url }).tryAcquire('order:1')).toBeNull(); // and a lock like any other
+    await handle.release();
+    await caughtUp();
+  });
+
+  it('refuses a grant the replica did not confirm: LockUnavailableError not-replicated, undone on the master', async () => {
+    const a = engine();
+    const b = kit.peer(a, { redis: master.url });
+    await holdBack(1_500);
+    const start = performance.now();
+    const err = await a.acquire('order:2').catch((e: unknown) => e);
+    const took = performance.now() - start;
+    expect(err).toBeInstanceOf(LockUnavailableError);
+    expect(err).toMatchObject({ reason: 'not-replicated', operation: 'acquire', key: 'order:2' });
+    expect((err as Error).message).toMatch(/0 of 1 replica\(s\) acknowledged within waitForReplicas\.timeoutMs \(300 ms\); the grant was undone/);
+    expect(took).toBeGreaterThanOrEqual(WAIT_MS - 20);
+    expect(took).toBeLessThan(COMMAND_MS + 200);
+    // Undone on the master: another instance gets the lock (not waiting for a lease to run out).
+    await until(async () => (await keysUnder(admin, a.settings.keyPrefix)).length === 0, 2_000, 'the refused grant to be undone');
+    await sleep(1_600); // the replica resumes
+    const other = await b.acquire('order:2', { waitTimeoutMs: 0 });
+    await other.release();
+    await caughtUp();
+    expect(await keysUnder(replicaAdmin, a.settings.keyPrefix)).toEqual([]);
+  });
+
+  it('refuses a re-entry the replica did not confirm, and keeps the outer hold', async () => {
+    const a = engine();
+    let outerHandle: { readonly isHeld: boolean } | undefined;
+    const err = await a.withLock('order:3', async (outer) => {
+      outerHandle = outer;
+      await holdBack(1_000);
+      const inner = await a.withLock('order:3', async () => 'ran').catch((e: unknown) => e);
+      await sleep(1_100);
+      await caughtUp();
+      const info = await a.inspect('order:3');
+      expect(info?.holders).toHaveLength(1);
+      expect(info?.holders[0].holdCount).toBe(1);
+      expect(outer.isHeld).toBe(true);
+      return inner;
+    });
+    expect(err).toBeInstanceOf(LockUnavailableError);
+    expect(err).toMatchObject({ reason: 'not-replicated' });
+    expect(outerHandle?.isHeld).toBe(false);
+    expect(await a.inspect('order:3')).toBeNull();
+  });
+
+  it("counts a renewal only once the replica has it: the holder learns its lease ran out while the replica lagged", async () => {
+    const a = engine({ leaseMs: 600, commandTimeoutMs: 400, waitForReplicas: { replicas: 1, timeoutMs: 150 } });
+    const handle = await a.acquire('order:4');
+    await holdBack(1_500);
+    await until(async () => handle.signal.aborted, 3_000, 'the holder to be told');
+    expect(handle.signal.reason).toBeInstanceOf(LockLostError);
+    expect(handle.isHeld).toBe(false);
+    await sleep(1_000);
+    await caughtUp();
+    // Its release frees whatever the master still had.
+    await handle.release();
+    await until(async () => (await keysUnder(admin, a.settings.keyPrefix)).length === 0, 3_000, 'nothing left');
+  });
+
+  it('does not make a release wait for the replica', async () => {
+    const a = engine();
+    const handle = await a.acquire('order:5');
+    await holdBack(1_000);
+    const start = performance.now();
+    expect(await handle.release()).toBe(true);
+    expect(performance.now() - start).toBeLessThan(WAIT_MS);
+    await sleep(1_100);
+    await caughtUp();
+  });
+
+  it("'connected' waits for the replicas the master has: refused while the one replica lags, granted otherwise", async () => {
+    const a = engine({ waitForReplicas: { replicas: 'connected', timeoutMs: WAIT_MS } });
+    const first = await a.acquire('order:6');
+    expect(await keysUnder(replicaAdmin, a.settings.keyPrefix)).not.toEqual([]);
+    await first.release();
+    await holdBack(800);
+    await expect(a.acquire('order:6')).rejects.toMatchObject({ reason: 'not-replicated' });
+    await sleep(900);
+    await caughtUp();
+    await (await a.acquire('order:6')).release();
+  });
+});
+
+describe('waitForReplicas on a server that refuses WAIT', () => {
+  const kit = new LockTestKit();
+  let server: RedisProcess;
+
+  beforeAll(async () => {
+    // What a proxy in front of Redis does: the command does not exist there.
+    server = await RedisProcess.start(undefined, ['--rename-command', 'WAIT', '']);
+  });
+  afterEach(() => kit.closeAll());
+  afterAll(() => server.dispose());
+
+  it('reports it at start-up and refuses grants, leaving nothing behind', async () => {
+    const a = kit.engine({ redis: server.url, waitForReplicas: { replicas: 1 } });
+    await until(async () => kit.logger.lines.some((w) => /refused WAIT/.test(w)), 3_000, 'the start-up report');
+    expect(kit.logger.lines.find((w) => /refused WAIT/.test(w))).toMatch(/turn waitForReplicas off/);
+    const err = await a.acquire('x').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(LockUnavailableError);
+    expect(err).toMatchObject({ reason: 'not-replicated' });
+    expect((err as Error).message).toMatch(/the server refused WAIT/);
+    const admin = kit.redis(server.url);
+    await until(async () => (await keysUnder(admin, a.settings.keyPrefix)).length === 0, 2_000, 'the grant to be undone');
+  });
+});
