@@ -524,3 +524,33 @@ return {
 }
 `,
 );
+
+/**
+ * RENEW_MANY for a Redis Cluster node: the same script, flagged so that one call may take the keys of several slots
+ * (Redis 7.0+; every slot must still be served by the node that runs it). The shebang is line 1 of the source, as
+ * Redis numbers it in `@user_script:<line>`.
+ */
+export const RENEW_MANY_CROSS_SLOT = script('renew-many-cross-slot', `#!lua flags=allow-cross-slot-keys${RENEW_MANY.source}`);
+
+const SHARDED = new Map<LuaScript, LuaScript>();
+
+/**
+ * The variant of `base` for a Redis Cluster: wake-ups go out with SPUBLISH (sharded pub/sub, Redis 7.0+), so they stay
+ * on the shard that serves the lock's slot instead of crossing the cluster bus to every node. Only the command name
+ * changes: every `redis.call` stays on its own line.
+ */
+export function sharded(base: LuaScript): LuaScript {
+  let variant = SHARDED.get(base);
+  if (!variant) {
+    const source = base.source.replace(/redis\.call\('PUBLISH', /g, "redis.call('SPUBLISH', ");
+    variant = source === base.source ? base : script(`${base.name}-sharded`, source);
+    SHARDED.set(base, variant);
+  }
+  return variant;
+}
+
+/** Every script the library may send, standalone and Cluster variants alike (for the SHA → source lookup). */
+export const ALL_SCRIPTS: readonly LuaScript[] = [ACQUIRE, CANCEL_WAIT, EXTEND, FORCE_RELEASE, INSPECT, RELEASE, RENEW_MANY, RENEW_MANY_CROSS_SLOT].flatMap((s) => {
+  const variant = sharded(s);
+  return variant === s ? [s] : [s, variant];
+});
