@@ -157,14 +157,19 @@ export class RedisLockStore implements LockStore {
     return out;
   }
 
+  /** One RENEW_MANY call (key names as KEYS), or RENEW_MANY_CROSS_SLOT (the first state routes it, names in ARGV). */
   private async renewBatch(script: LuaScript, holds: readonly RenewCall[], batch: readonly number[]): Promise<number[]> {
-    const keys: string[] = [];
+    const crossSlot = script === RENEW_MANY_CROSS_SLOT;
+    const keys: string[] = crossSlot ? [(holds[batch[0]].lock as LockKeys).state] : [];
     const args: (string | number)[] = [];
     for (const i of batch) {
       const { lock, token, leaseMs } = holds[i];
       const names = lock as LockKeys;
-      keys.push(names.state, names.leases);
-      args.push(token, leaseMs);
+      if (crossSlot) args.push(names.state, names.leases, token, leaseMs);
+      else {
+        keys.push(names.state, names.leases);
+        args.push(token, leaseMs);
+      }
     }
     return (await this.run(script, keys, args)) as number[];
   }

@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import { Redis } from 'ioredis';
 import { LockAcquireTimeoutError } from '../../lib/errors/lock-acquire-timeout.error.js';
 import type { LockEngine } from '../../lib/locking/lock-engine.js';
-import { LockTestKit, redisNames, rejectionOf, uniquePrefix } from '../support/lock-test-kit.js';
+import { LockTestKit, redisNames, rejectionOf, sleep, track, until, uniquePrefix } from '../support/lock-test-kit.js';
 import { RedisCluster, topologySupport } from '../support/topologies.js';
 import type { NodeAddress } from '../support/topologies.js';
 
@@ -40,6 +40,20 @@ describe('on a real 3-master Redis Cluster', () => {
       if (!found.has(master.port)) found.set(master.port, { key, master });
     }
     return [...found.values()];
+  }
+
+  /** `PUBSUB SHARDCHANNELS <prefix>*` on each master, by port. */
+  async function shardChannels(c: RedisCluster, prefix: string): Promise<Map<number, string[]>> {
+    const out = new Map<number, string[]>();
+    for (const n of await c.masters()) {
+      const client = new Redis({ host: n.host, port: n.port, maxRetriesPerRequest: 1 });
+      try {
+        out.set(n.port, (await client.call('PUBSUB', 'SHARDCHANNELS', `${prefix}*`)) as string[]);
+      } finally {
+        client.disconnect();
+      }
+    }
+    return out;
   }
 
   /** Whether `master` itself (not the Cluster) holds the state hash of `key`. */
@@ -113,4 +127,69 @@ describe('on a real 3-master Redis Cluster', () => {
     await handle.release();
     for (const { key } of keys) expect(await a.inspect(key)).toBeNull();
   });
+
+  maybe(`wake-ups travel by sharded pub/sub: SSUBSCRIBE on the master of the lock's slot, SPUBLISH there, no PUBLISH${skipped}`, async () => {
+    const c = cluster!;
+    const prefix = uniquePrefix('cluster-sharded');
+    const a = engine(c, prefix);
+    const b = engine(c, prefix);
+    const keys = await keyPerMaster(c, prefix);
+    const before = { spublish: await c.callsPerNode(/^spublish$/), publish: await c.callsPerNode(/^publish$/) };
+
+    for (const { key, master } of keys) {
+      // A long lease: the waiter's own retry would come after 60 s, so only the wake-up can hand the lock over now.
+      const held = await a.acquire(key, { leaseMs: 60_000 });
+      const waiting = track(b.acquire(key, { waitTimeoutMs: 30_000 }));
+      await until(async () => ((await a.inspect(key))?.waiting ?? 0) === 1, 5_000, 'the waiter to register');
+      // The subscription lives on the lock's master only.
+      const channels = await shardChannels(c, prefix);
+      for (const [port, names] of channels) {
+        expect(names.includes(redisNames(prefix, key).channel)).toBe(port === master.port);
+      }
+      await held.release();
+      await until(() => waiting.settled, 10_000, 'the waiter to be woken');
+      await (await waiting.promise).release();
+    }
+
+    const after = { spublish: await c.callsPerNode(/^spublish$/), publish: await c.callsPerNode(/^publish$/) };
+    for (const { master } of keys) expect(after.spublish.get(master.port)! - before.spublish.get(master.port)!).toBeGreaterThan(0);
+    for (const [port, calls] of after.publish) expect(calls - before.publish.get(port)!).toBe(0);
+  });
+
+  maybe(`the watchdog renews 2,000 holds over 3 masters in a few script calls per node and round, none lost${skipped}`, async () => {
+    const c = cluster!;
+    const prefix = uniquePrefix('cluster-renew');
+    const a = engine(c, prefix);
+    const lost: string[] = [];
+    a.on('lost', (e) => lost.push(e.key));
+    // Unrelated keys: nearly every one on a slot of its own, spread over the three masters.
+    const keys = Array.from({ length: 2_000 }, (_, i) => `renew:${i}`);
+    const holds = [];
+    for (let i = 0; i < keys.length; i += 200) {
+      holds.push(...(await Promise.all(keys.slice(i, i + 200).map((key) => a.acquire(key, { leaseMs: 3_000 })))));
+    }
+    const masters = await c.masters();
+    // Let the watchdog's rounds line up (the holds were acquired over some time), then count one window of rounds.
+    await sleep(3_500);
+    const before = await c.callsPerNode(/^(evalsha|eval)$/);
+    const windowMs = 6_000;
+    await sleep(windowMs);
+    const after = await c.callsPerNode(/^(evalsha|eval)$/);
+    // One round every leaseMs / 3 = 1 s: about 6 rounds in the window, 2 more for slack. One call per hold and round
+    // would be some 12,000 calls; one per slot almost as many.
+    const rounds = windowMs / 1_000 + 2;
+    let total = 0;
+    for (const m of masters) {
+      const calls = after.get(m.port)! - before.get(m.port)!;
+      expect(calls).toBeGreaterThan(0); // every master renews its share
+      total += calls;
+    }
+    expect(total).toBeLessThanOrEqual(50 * rounds);
+
+    expect(lost).toEqual([]);
+    expect(holds.every((h) => !h.signal.aborted)).toBe(true);
+    const states = (await c.keysUnder(prefix)).filter((k) => k.endsWith('}'));
+    expect(states.length).toBe(keys.length);
+    for (let i = 0; i < holds.length; i += 200) await Promise.all(holds.slice(i, i + 200).map((h) => h.release()));
+  }, 60_000);
 });
