@@ -295,6 +295,28 @@ export class RedisCluster extends Topology {
     return this.live.filter((_, i) => roles[i] === 'master');
   }
 
+  /** The replica of `master` (with `{ replicas: true }`), from the master's `INFO replication`. */
+  async replicaOf(master: NodeAddress): Promise<NodeAddress> {
+    const info = String(await command(master.port, ['INFO', 'replication']));
+    const m = /^slave0:ip=([^,]+),port=(\d+)/m.exec(info);
+    if (!m) throw new Error(`${master.host}:${master.port} has no replica`);
+    return { host: m[1], port: Number(m[2]) };
+  }
+
+  /** Resolves once `master`'s replica acknowledged every write so far (`WAIT 1`); throws if it did not in time. */
+  async replicated(master: NodeAddress, timeoutMs = 5_000): Promise<void> {
+    const acked = Number(await command(master.port, ['WAIT', 1, timeoutMs], timeoutMs + 1_000));
+    if (acked < 1) throw new Error(`the replica of ${master.host}:${master.port} did not acknowledge within ${timeoutMs} ms`);
+  }
+
+  /**
+   * `CLIENT PAUSE <ms> WRITE` on `node`: on a replica, it holds back the replication stream, so a write its master
+   * takes meanwhile is lost if the master dies before the pause ends.
+   */
+  async pauseWrites(node: NodeAddress, ms: number): Promise<void> {
+    await command(node.port, ['CLIENT', 'PAUSE', ms, 'WRITE']);
+  }
+
   /** SIGKILLs the master that serves `key`'s slot; resolves with its address once the process is gone. */
   async killMasterOf(key: string): Promise<NodeAddress> {
     const master = await this.masterFor(key);
