@@ -317,6 +317,30 @@ export class RedisCluster extends Topology {
     await command(node.port, ['CLIENT', 'PAUSE', ms, 'WRITE']);
   }
 
+  /**
+   * Moves the slot of `key` (with its keys) from its master to `to`, as `redis-cli --cluster reshard` does: IMPORTING
+   * on the target, MIGRATING on the source, MIGRATE of every key, then SETSLOT NODE on every master. Clients learn of
+   * it by MOVED replies (and the source drops the slot's sharded subscriptions).
+   */
+  async moveSlot(key: string, to: NodeAddress): Promise<void> {
+    const from = await this.masterFor(key);
+    if (from.port === to.port) throw new Error(`${key}'s slot is already on ${to.host}:${to.port}`);
+    const slot = Number(await command(from.port, ['CLUSTER', 'KEYSLOT', key]));
+    const [fromId, toId] = await Promise.all([command(from.port, ['CLUSTER', 'MYID']), command(to.port, ['CLUSTER', 'MYID'])]);
+    await command(to.port, ['CLUSTER', 'SETSLOT', slot, 'IMPORTING', String(fromId)]);
+    await command(from.port, ['CLUSTER', 'SETSLOT', slot, 'MIGRATING', String(toId)]);
+    for (;;) {
+      const keys = (await command(from.port, ['CLUSTER', 'GETKEYSINSLOT', slot, 100])) as string[];
+      if (keys.length === 0) break;
+      await command(from.port, ['MIGRATE', to.host, to.port, '', 0, 5_000, 'KEYS', ...keys]);
+    }
+    await command(to.port, ['CLUSTER', 'SETSLOT', slot, 'NODE', String(toId)]);
+    await command(from.port, ['CLUSTER', 'SETSLOT', slot, 'NODE', String(toId)]);
+    for (const m of await this.masters()) {
+      if (m.port !== from.port && m.port !== to.port) await command(m.port, ['CLUSTER', 'SETSLOT', slot, 'NODE', String(toId)]);
+    }
+  }
+
   /** SIGKILLs the master that serves `key`'s slot; resolves with its address once the process is gone. */
   async killMasterOf(key: string): Promise<NodeAddress> {
     const master = await this.masterFor(key);

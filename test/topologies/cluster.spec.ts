@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import { LockAcquireTimeoutError } from '../../lib/errors/lock-acquire-timeout.error.js';
 import type { LockEngine } from '../../lib/locking/lock-engine.js';
 import { LockTestKit, redisNames, rejectionOf, sleep, track, until, uniquePrefix } from '../support/lock-test-kit.js';
+import { slotOf } from '../../lib/redis/sharded-channels.js';
 import { RedisCluster, topologySupport } from '../support/topologies.js';
 import type { NodeAddress } from '../support/topologies.js';
 
@@ -191,5 +192,55 @@ describe('on a real 3-master Redis Cluster', () => {
     const states = (await c.keysUnder(prefix)).filter((k) => k.endsWith('}'));
     expect(states.length).toBe(keys.length);
     for (let i = 0; i < holds.length; i += 200) await Promise.all(holds.slice(i, i + 200).map((h) => h.release()));
+  }, 60_000);
+
+  maybe(`when a lock's slot moves to another master, renewals and the waiter's subscription follow it${skipped}`, async () => {
+    const c = cluster!;
+    const prefix = uniquePrefix('cluster-move');
+    const a = engine(c, prefix);
+    const b = engine(c, prefix);
+    const lost: string[] = [];
+    a.on('lost', (e) => lost.push(e.key));
+    const [{ key: waitedKey, master: source }] = await keyPerMaster(c, prefix);
+    const slot = slotOf(redisNames(prefix, waitedKey).state);
+    // Another lock of the same slot (renewed while the slot moves), and one of another slot of the same master, so
+    // the source's renewal batch spans two slots.
+    let sameSlot = '';
+    for (let i = 0; !sameSlot; i++) if (slotOf(redisNames(prefix, `s${i}`).state) === slot) sameSlot = `s${i}`;
+    let stays = '';
+    for (let i = 0; !stays; i++) {
+      const key = `o${i}`;
+      if (slotOf(redisNames(prefix, key).state) !== slot && (await c.masterFor(redisNames(prefix, key).state)).port === source.port) stays = key;
+    }
+    const target = (await c.masters()).find((m) => m.port !== source.port)!;
+
+    // A long lease on the waited lock: the waiter's own retry would come after a minute, so only a wake-up can hand
+    // the lock over during the test.
+    const waited = await a.acquire(waitedKey, { leaseMs: 60_000 });
+    const moving = await a.acquire(sameSlot, { leaseMs: 1_500 });
+    const staying = await a.acquire(stays, { leaseMs: 1_500 });
+    const waiting = track(b.acquire(waitedKey, { waitTimeoutMs: 60_000 }));
+    await until(async () => ((await a.inspect(waitedKey))?.waiting ?? 0) === 1, 5_000, 'the waiter to register');
+
+    const logged = kit.logger.lines.length;
+    await c.moveSlot(redisNames(prefix, waitedKey).state, target);
+    expect(await stateOn(target, prefix, sameSlot)).toBe(true);
+
+    // Several leases later both short holds are still held, and no renewal call failed: the client's slot map was
+    // stale (it learns of a move by a MOVED reply), so the first batch met the moved slot and was sent again per slot.
+    await sleep(4_000);
+    expect(lost).toEqual([]);
+    expect(kit.logger.lines.slice(logged).filter((l) => l.includes('renewal'))).toEqual([]);
+    expect(moving.signal.aborted || staying.signal.aborted).toBe(false);
+    expect((await b.inspect(sameSlot))?.holders.length).toBe(1);
+    expect(await stateOn(target, prefix, sameSlot)).toBe(true);
+
+    // The subscription moved to the target, and a release there wakes the waiter.
+    await until(async () => (await shardChannels(c, prefix)).get(target.port)!.includes(redisNames(prefix, waitedKey).channel), 5_000, 'the subscription to move');
+    expect((await shardChannels(c, prefix)).get(source.port)).toEqual([]);
+    await waited.release();
+    await until(() => waiting.settled, 10_000, 'the waiter to be woken by the release');
+    await (await waiting.promise).release();
+    await Promise.all([moving.release(), staying.release()]);
   }, 60_000);
 });
