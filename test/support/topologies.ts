@@ -295,6 +295,11 @@ export class RedisCluster extends Topology {
     return this.live.filter((_, i) => roles[i] === 'master');
   }
 
+  /** One command on `node` itself (a fresh connection, closed after). */
+  on(node: NodeAddress, args: readonly (string | number)[]): Promise<unknown> {
+    return command(node.port, args);
+  }
+
   /** The replica of `master` (with `{ replicas: true }`), from the master's `INFO replication`. */
   async replicaOf(master: NodeAddress): Promise<NodeAddress> {
     const info = String(await command(master.port, ['INFO', 'replication']));

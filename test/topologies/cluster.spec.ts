@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { LockAcquireTimeoutError } from '../../lib/errors/lock-acquire-timeout.error.js';
@@ -127,6 +128,46 @@ describe('on a real 3-master Redis Cluster', () => {
     }
     await handle.release();
     for (const { key } of keys) expect(await a.inspect(key)).toBeNull();
+  });
+
+  maybe(`the README's Cluster ACL rule gives the library every right it needs on a Cluster${skipped}`, async () => {
+    const c = cluster!;
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const rule = readme.split('\n').find((line) => line.startsWith('ACL SETUSER locks ') && line.includes('+spublish'));
+    expect(rule).toBeDefined();
+    const args = rule!.split(/\s+/).slice(2);
+    for (const m of await c.masters()) await c.on(m, ['ACL', 'SETUSER', ...args]);
+    try {
+      const asLocks = () => {
+        const client = c.client({ redisOptions: { username: 'locks', password: 'secret' } });
+        kit.add(() => c.close(client));
+        return kit.engine({ redis: client, keyPrefix: 'lock:' });
+      };
+      kit.watchKeys('lock:', c.keysUnder);
+      const a = asLocks();
+      const b = asLocks();
+      // Contention with a wake-up on each master, renewals batched across slots, extend, inspect, forceRelease.
+      const keys = await keyPerMaster(c, 'lock:');
+      const extra = await Promise.all(Array.from({ length: 20 }, (_, i) => a.acquire(`acl:${i}`, { leaseMs: 300 })));
+      for (const { key } of keys) {
+        const held = await a.acquire(key, { leaseMs: 300 });
+        const waiter = b.acquire(key, { waitTimeoutMs: 3_000 });
+        await until(async () => ((await a.inspect(key))?.waiting ?? 0) === 1, 2_000, 'a waiter');
+        await held.extend(1_000);
+        await held.release();
+        await (await waiter).release();
+      }
+      await sleep(400); // past one lease: renewed by the watchdog
+      expect(extra.every((h) => h.isHeld)).toBe(true);
+      await Promise.all(extra.map((h) => h.release()));
+      await a.acquire('forced');
+      expect(await b.forceRelease('forced')).toBe(true);
+      expect(await a.ping()).toMatchObject({ command: true, subscriber: true });
+      expect(kit.logger.lines.filter((l) => l.includes('permission') || l.includes('NOPERM'))).toEqual([]);
+    } finally {
+      await kit.closeAll();
+      for (const m of await c.masters()) await c.on(m, ['ACL', 'DELUSER', 'locks']);
+    }
   });
 
   maybe(`wake-ups travel by sharded pub/sub: SSUBSCRIBE on the master of the lock's slot, SPUBLISH there, no PUBLISH${skipped}`, async () => {
