@@ -119,9 +119,11 @@ export class RedisLockStore implements LockStore {
   /**
    * Cluster renewals, grouped by the master that serves each hold's slot (the command client's slot map): one
    * RENEW_MANY_CROSS_SLOT call per chunk of a node's holds (Redis 7.0+: `allow-cross-slot-keys`). A batch the node
-   * rejects (a slot of it moved: MOVED, ASK, too many redirections; or the flag refused) is sent again per slot, where
-   * the client follows redirections itself; a server that refuses the flag is remembered and later ticks batch per
-   * slot at once. A hold is reported lost only on a script's own answer, never because its batch was misrouted.
+   * rejects because a slot of it moved (MOVED, a key no longer local, too many redirections) or because it refuses the
+   * flag is sent again per slot, where the client follows redirections itself; a server that refuses the flag is
+   * remembered and later ticks batch per slot at once. Other failures (node down, timeout) reject the whole call, for
+   * the watchdog to retry. A hold is reported lost only on a script's own answer, never because its batch was
+   * misrouted.
    */
   private async renewOnCluster(holds: readonly RenewCall[], all: readonly number[]): Promise<boolean[]> {
     const out = new Array<boolean>(holds.length).fill(false);
@@ -149,6 +151,9 @@ export class RedisLockStore implements LockStore {
             settle(batch, await this.renewBatch(RENEW_MANY_CROSS_SLOT, holds, batch));
           } catch (err) {
             if (refusesCrossSlot(err)) this.crossSlotRenewals = false;
+            // A failure that is not about routing (node down, timeout) is retried by the watchdog as a whole, not
+            // multiplied into one call per slot.
+            else if (!misrouted(err)) throw err;
             await perSlot(batch);
           }
         }),
@@ -278,6 +283,12 @@ function chunks<T>(items: readonly T[], size: number): T[][] {
 function refusesCrossSlot(err: unknown): boolean {
   const message = err instanceof Error ? err.message : String(err);
   return /CROSSSLOT|shebang|Unknown lua shebang|allow-cross-slot|Error compiling script/i.test(message);
+}
+
+/** Whether a cross-slot batch failed because a slot of it is not (or no longer) served by the node it reached. */
+function misrouted(err: unknown): boolean {
+  const message = err instanceof Error ? err.message : String(err);
+  return /^(MOVED|ASK|TRYAGAIN) |non local key|Too many Cluster redirections|hash to the same slot/i.test(message);
 }
 
 function modeCode(mode: LockMode): 'w' | 'r' {

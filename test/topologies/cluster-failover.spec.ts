@@ -76,6 +76,9 @@ describe('failover of a Redis Cluster master', () => {
     expect(waiting.settled).toBe(false);
     await waited.release();
     await until(() => waiting.settled, 15_000, 'the waiter to be woken by the release');
+    // The subscriber reported the outage once and its end (every waiter re-checked then).
+    expect(kit.logger.lines.filter((l) => l.includes('Redis subscriber connection lost'))).toHaveLength(1);
+    expect(kit.logger.lines.filter((l) => l.includes('Redis subscriber connection restored'))).toHaveLength(1);
     const next = await waiting.promise;
     expect(next.fencingToken).toBeGreaterThan(waited.fencingToken);
     await next.release();
