@@ -50,6 +50,12 @@ export function openConnections(input: RedisConnectionInput | undefined, tuning:
   let client: RedisClient;
   let owned: boolean;
   if (isClient(input)) {
+    if (input instanceof Cluster && typeof (Redis.prototype as { ssubscribe?: unknown }).ssubscribe !== 'function') {
+      throw new LockConfigError(
+        'invalid redis: this ioredis has no sharded pub/sub (ssubscribe), which the library uses on a Redis Cluster; upgrade ioredis',
+        'redis',
+      );
+    }
     client = input;
     owned = false;
   } else if (typeof input === 'string') {

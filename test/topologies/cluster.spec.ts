@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
+import { LockConfigError } from '../../lib/errors/lock-config.error.js';
 import { LockAcquireTimeoutError } from '../../lib/errors/lock-acquire-timeout.error.js';
 import type { LockEngine } from '../../lib/locking/lock-engine.js';
 import { LockTestKit, redisNames, rejectionOf, sleep, track, until, uniquePrefix } from '../support/lock-test-kit.js';
@@ -168,6 +169,36 @@ describe('on a real 3-master Redis Cluster', () => {
       await kit.closeAll();
       for (const m of await c.masters()) await c.on(m, ['ACL', 'DELUSER', 'locks']);
     }
+  });
+
+  maybe(`slotOf agrees with CLUSTER KEYSLOT (hash tags, empty tags, several braces, UTF-8)${skipped}`, async () => {
+    const c = cluster!;
+    const [node] = c.nodes;
+    const names = ['lock:{article:42}', 'lock:{article:42}:ch', 'plain', '{}x', 'a{}{b}', 'a{b}{c}', '{a{b}c}', 'x{', 'é{ü}:ch', 'lock:{日本}'];
+    for (const name of names) expect([name, slotOf(name)]).toEqual([name, Number(await c.on(node, ['CLUSTER', 'KEYSLOT', name]))]);
+  });
+
+  maybe(`an ioredis without sharded pub/sub is refused for a Cluster with LockConfigError naming redis${skipped}`, () => {
+    const c = cluster!;
+    const client = c.client({ lazyConnect: true });
+    kit.add(() => c.close(client));
+    const own = Object.getOwnPropertyDescriptor(Redis.prototype, 'ssubscribe');
+    Object.defineProperty(Redis.prototype, 'ssubscribe', { value: undefined, configurable: true, writable: true });
+    try {
+      let thrown: unknown;
+      try {
+        kit.engine({ redis: client });
+      } catch (err) {
+        thrown = err;
+      }
+      expect(thrown).toBeInstanceOf(LockConfigError);
+      expect((thrown as LockConfigError).message).toMatch(/ssubscribe/);
+      expect((thrown as LockConfigError).option).toBe('redis');
+    } finally {
+      if (own) Object.defineProperty(Redis.prototype, 'ssubscribe', own);
+      else delete (Redis.prototype as { ssubscribe?: unknown }).ssubscribe;
+    }
+    expect(typeof Redis.prototype.ssubscribe).toBe('function');
   });
 
   maybe(`wake-ups travel by sharded pub/sub: SSUBSCRIBE on the master of the lock's slot, SPUBLISH there, no PUBLISH${skipped}`, async () => {
