@@ -14,8 +14,11 @@ export type RedisConnectionInput = string | RedisOptions | Redis | Cluster;
 export interface LockConnections {
   /** Commands: scripts, renewals. */
   readonly client: RedisClient;
-  /** Dedicated subscriber connection for wake-ups (always opened by the library). */
-  readonly subscriber: RedisClient;
+  /**
+   * Dedicated subscriber connection for wake-ups (opened by the library); `null` on a Cluster, where the store
+   * subscribes on each master's own connection (sharded pub/sub, see `ShardedChannels`).
+   */
+  readonly subscriber: Redis | null;
   /** `true` when the library opened `client` (and so listens to its errors and closes it). */
   readonly owned: boolean;
   /** Closes what the library opened; a client the application passed in is left open. */
@@ -47,6 +50,12 @@ export function openConnections(input: RedisConnectionInput | undefined, tuning:
   let client: RedisClient;
   let owned: boolean;
   if (isClient(input)) {
+    if (input instanceof Cluster && typeof (Redis.prototype as { ssubscribe?: unknown }).ssubscribe !== 'function') {
+      throw new LockConfigError(
+        'invalid redis: this ioredis has no sharded pub/sub (ssubscribe), which the library uses on a Redis Cluster; upgrade ioredis',
+        'redis',
+      );
+    }
     client = input;
     owned = false;
   } else if (typeof input === 'string') {
@@ -68,14 +77,13 @@ export function openConnections(input: RedisConnectionInput | undefined, tuning:
     );
   }
   // The subscriber must not share the command connection: a subscribed connection accepts no other commands.
-  // (Two branches: `Redis.duplicate` and `Cluster.duplicate` have different signatures.)
-  const subscriber: RedisClient = client instanceof Cluster ? client.duplicate() : client.duplicate(defaults);
+  const subscriber = client instanceof Cluster ? null : client.duplicate(defaults);
   return {
     client,
     subscriber,
     owned,
     async close() {
-      await Promise.all([quietly(subscriber, tuning.commandTimeoutMs), owned ? quietly(client, tuning.commandTimeoutMs) : undefined]);
+      await Promise.all([subscriber ? quietly(subscriber, tuning.commandTimeoutMs) : undefined, owned ? quietly(client, tuning.commandTimeoutMs) : undefined]);
     },
   };
 }

@@ -1,6 +1,34 @@
-import type { RedisClient } from './connection.js';
+import type { Redis } from 'ioredis';
 
 type Listener = (message: string) => void;
+
+/**
+ * How a `LockSubscriber` reaches Redis's pub/sub: plain SUBSCRIBE on one connection (standalone, Sentinel), or
+ * sharded SSUBSCRIBE on the master of each channel's slot (Cluster, see `ShardedChannels`).
+ */
+export interface WakeUpChannels {
+  /** Resolves once Redis confirmed the subscription. */
+  subscribe(channel: string): Promise<void>;
+  unsubscribe(channel: string): Promise<void>;
+  /** Registers the one handler of every message. */
+  onMessage(handler: (channel: string, message: string) => void): void;
+  /** Whether `channel` is subscribed right now (`false` while a subscription is being moved to another node). */
+  isSubscribed(channel: string): boolean;
+}
+
+/** Plain pub/sub on one dedicated connection (standalone Redis, Sentinel): the scripts PUBLISH. */
+export function plainChannels(connection: Redis): WakeUpChannels {
+  return {
+    subscribe: async (channel) => {
+      await connection.subscribe(channel);
+    },
+    unsubscribe: async (channel) => {
+      await connection.unsubscribe(channel);
+    },
+    onMessage: (handler) => connection.on('message', handler),
+    isSubscribed: () => true,
+  };
+}
 
 interface Subscription {
   readonly listeners: Set<Listener>;
@@ -11,7 +39,7 @@ interface Subscription {
 }
 
 /**
- * One subscriber connection per engine, shared by every waiter. Subscriptions are reference-counted per lock
+ * One subscriber per engine (a connection, or one per Cluster master), shared by every waiter. Subscriptions are reference-counted per lock
  * channel and kept for a short linger after the last waiter leaves, so a busy lock is not re-subscribed for
  * every acquisition.
  */
@@ -19,11 +47,11 @@ export class LockSubscriber {
   private readonly subs = new Map<string, Subscription>();
 
   constructor(
-    private readonly connection: RedisClient,
+    private readonly connection: WakeUpChannels,
     private readonly lingerMs: number,
     private readonly onError: (err: unknown) => void,
   ) {
-    connection.on('message', (channel: string, message: string) => {
+    connection.onMessage((channel: string, message: string) => {
       const sub = this.subs.get(channel);
       if (!sub) return;
       for (const listener of [...sub.listeners]) listener(message);
@@ -84,7 +112,7 @@ export class LockSubscriber {
 
   /** Whether `channel` has a confirmed subscription: a listener added now misses no later message. */
   isLive(channel: string): boolean {
-    return this.subs.get(channel)?.confirmed === true;
+    return this.subs.get(channel)?.confirmed === true && this.connection.isSubscribed(channel);
   }
 
   /** Drops every subscription timer; the connection itself is closed by its owner. */

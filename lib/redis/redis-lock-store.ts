@@ -2,9 +2,10 @@ import { performance } from 'node:perf_hooks';
 import type { LockHolderInfo, LockInfo, LockMode } from '../types/lock.types.js';
 import { openConnections, watchConnection } from './connection.js';
 import type { LockConnections, RedisClient, RedisConnectionInput } from './connection.js';
+import type { Cluster, Redis } from 'ioredis';
 import { lockKeys } from './key-layout.js';
 import type { LockKeys } from './key-layout.js';
-import { LockSubscriber } from './lock-subscriber.js';
+import { LockSubscriber, plainChannels } from './lock-subscriber.js';
 import type {
   AcquireCall,
   AcquireReply,
@@ -18,14 +19,15 @@ import type {
   WakeUp,
   WakeUpSubscription,
 } from './lock-store.js';
-import { ACQUIRE, CANCEL_WAIT, EXTEND, FORCE_RELEASE, INSPECT, RELEASE, RENEW_MANY } from './lua-scripts.js';
+import { ACQUIRE, ALL_SCRIPTS, CANCEL_WAIT, EXTEND, FORCE_RELEASE, INSPECT, RELEASE, RENEW_MANY, RENEW_MANY_CROSS_SLOT, sharded } from './lua-scripts.js';
 import type { LuaScript } from './lua-scripts.js';
 import { unavailable } from './redis-failures.js';
 import { NotReplicated, ReplicaAcks } from './replica-wait.js';
+import { ShardedChannels, slotOf } from './sharded-channels.js';
 import type { LockError } from '../errors/lock.error.js';
 import type { LockOperation } from '../errors/lock-unavailable.error.js';
 
-const SCRIPTS_BY_SHA = new Map([ACQUIRE, CANCEL_WAIT, EXTEND, FORCE_RELEASE, INSPECT, RELEASE, RENEW_MANY].map((s) => [s.sha, s.source]));
+const SCRIPTS_BY_SHA = new Map(ALL_SCRIPTS.map((s) => [s.sha, s.source]));
 const scriptSource = (sha: string) => SCRIPTS_BY_SHA.get(sha);
 
 /** Holds renewed per script call: 2 keys each, so one call stays well under Redis's argument limits. */
@@ -43,6 +45,10 @@ export class RedisLockStore implements LockStore {
   private readonly connections: LockConnections;
   private readonly client: RedisClient;
   private readonly subscriber: LockSubscriber;
+  /** On a Cluster: the per-master sharded subscriptions (`null` standalone). */
+  private readonly shardedChannels: ShardedChannels | null;
+  /** On a Cluster: whether renewals may batch the slots of one node (cleared once a node refuses the script flag). */
+  private crossSlotRenewals = true;
   private readonly names = new Map<string, LockKeys>();
   /** `waitForReplicas`: scripts that write are followed by `WAIT` in the same round trip. */
   private readonly acks: ReplicaAcks | undefined;
@@ -55,10 +61,14 @@ export class RedisLockStore implements LockStore {
   ) {
     this.connections = openConnections(redis, { commandTimeoutMs: options.commandTimeoutMs });
     this.client = this.connections.client;
-    watchConnection(this.connections.subscriber, 'subscriber', options.onConnectionState);
+    const plain = this.connections.subscriber;
+    if (plain) watchConnection(plain, 'subscriber', options.onConnectionState);
     // A client the application passed in reports its errors to the application's own listeners.
     if (this.connections.owned) watchConnection(this.client, 'command', options.onConnectionState);
-    this.subscriber = new LockSubscriber(this.connections.subscriber, options.subscriptionLingerMs, options.onConnectionError);
+    this.shardedChannels = plain
+      ? null
+      : new ShardedChannels(this.client as Cluster, { connectTimeoutMs: options.commandTimeoutMs, report: options.onConnectionState });
+    this.subscriber = new LockSubscriber(this.shardedChannels ?? plainChannels(plain as Redis), options.subscriptionLingerMs, options.onConnectionError);
     const { host, pid, app } = options.identity;
     const clean = (s: string) => s.replace(/\|/g, '_');
     this.identity = `${clean(host)}|${pid}|${clean(app)}|`;
@@ -94,7 +104,7 @@ export class RedisLockStore implements LockStore {
     const args: (string | number)[] = [call.token, flags, call.leaseMs, call.seq, this.identity + call.ownerId, call.waiterId];
     if (call.downgradeToken !== '') args.push(call.downgradeToken);
     if (this.acks) {
-      const acked = await this.acks.run(ACQUIRE, names.all, args);
+      const acked = await this.acks.run(this.variant(ACQUIRE), names.all, args);
       const reply = acquireReply(acked.reply);
       // Only a grant needs the replicas: a refusal changed nothing a failover could lose that matters.
       if (reply.granted && (acked.refused !== undefined || acked.acked < acked.wanted)) {
@@ -108,7 +118,7 @@ export class RedisLockStore implements LockStore {
   /** A script that changes a lease, acknowledged by the replicas when `waitForReplicas` is on. */
   private async runLeaseChange(script: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
     if (!this.acks) return this.run(script, keys, args);
-    const acked = await this.acks.run(script, keys, args);
+    const acked = await this.acks.run(this.variant(script), keys, args);
     if (acked.refused !== undefined || acked.acked < acked.wanted) {
       throw new NotReplicated(acked.acked, acked.wanted, this.acks.settings.timeoutMs, undefined, acked.refused);
     }
@@ -122,24 +132,78 @@ export class RedisLockStore implements LockStore {
     return reply === 2 ? 'ended' : reply === 1 ? 'level' : 'not-held';
   }
 
-  /** RENEW_MANY. KEYS: state and leases of each hold; ARGV: token and leaseMs of each. One script call per chunk. */
+  /**
+   * RENEW_MANY. KEYS: state and leases of each hold; ARGV: token and leaseMs of each. One script call per chunk of up
+   * to 200 holds; on a Cluster, per chunk of the holds one master serves (see `renewOnCluster`).
+   */
   async renew(holds: readonly RenewCall[]): Promise<boolean[]> {
-    // A Cluster cannot take keys of several slots in one script: one call per hold there.
-    const chunk = this.client.isCluster ? 1 : RENEW_CHUNK;
-    const calls: Promise<unknown>[] = [];
-    for (let i = 0; i < holds.length; i += chunk) {
-      const keys: string[] = [];
-      const args: (string | number)[] = [];
-      for (let j = i; j < Math.min(i + chunk, holds.length); j++) {
-        const { lock, token, leaseMs } = holds[j];
-        const names = lock as LockKeys;
+    const all = holds.map((_, i) => i);
+    if (this.client.isCluster) return this.renewOnCluster(holds, all);
+    const replies = await Promise.all(chunks(all, RENEW_CHUNK).map((batch) => this.renewBatch(RENEW_MANY, holds, batch)));
+    return replies.flat().map((r) => r === 1);
+  }
+
+  /**
+   * Cluster renewals, grouped by the master that serves each hold's slot (the command client's slot map): one
+   * RENEW_MANY_CROSS_SLOT call per chunk of a node's holds (Redis 7.0+: `allow-cross-slot-keys`). A batch the node
+   * rejects because a slot of it moved (MOVED, a key no longer local, too many redirections) or because it refuses the
+   * flag is sent again per slot, where the client follows redirections itself; a server that refuses the flag is
+   * remembered and later ticks batch per slot at once. Other failures (node down, timeout) reject the whole call, for
+   * the watchdog to retry. A hold is reported lost only on a script's own answer, never because its batch was
+   * misrouted.
+   */
+  private async renewOnCluster(holds: readonly RenewCall[], all: readonly number[]): Promise<boolean[]> {
+    const out = new Array<boolean>(holds.length).fill(false);
+    const slots = all.map((i) => slotOf((holds[i].lock as LockKeys).state));
+    const map = (this.client as Cluster).slots;
+    const groups = new Map<string, number[]>();
+    for (const i of all) {
+      const slot = slots[i];
+      const group = (this.crossSlotRenewals && map[slot]?.[0]) || `slot ${slot}`;
+      const members = groups.get(group);
+      if (members) members.push(i);
+      else groups.set(group, [i]);
+    }
+    const settle = (batch: readonly number[], replies: number[]) => batch.forEach((i, j) => (out[i] = replies[j] === 1));
+    const perSlot = async (batch: readonly number[]) => {
+      const bySlot = new Map<number, number[]>();
+      for (const i of batch) bySlot.set(slots[i], [...(bySlot.get(slots[i]) ?? []), i]);
+      await Promise.all([...bySlot.values()].map(async (part) => settle(part, await this.renewBatch(RENEW_MANY, holds, part))));
+    };
+    await Promise.all(
+      [...groups.values()].flatMap((group) =>
+        chunks(group, RENEW_CHUNK).map(async (batch) => {
+          if (batch.every((i) => slots[i] === slots[batch[0]])) return settle(batch, await this.renewBatch(RENEW_MANY, holds, batch));
+          try {
+            settle(batch, await this.renewBatch(RENEW_MANY_CROSS_SLOT, holds, batch));
+          } catch (err) {
+            if (refusesCrossSlot(err)) this.crossSlotRenewals = false;
+            // A failure that is not about routing (node down, timeout) is retried by the watchdog as a whole, not
+            // multiplied into one call per slot.
+            else if (!misrouted(err)) throw err;
+            await perSlot(batch);
+          }
+        }),
+      ),
+    );
+    return out;
+  }
+
+  /** One RENEW_MANY call (key names as KEYS), or RENEW_MANY_CROSS_SLOT (the first state routes it, names in ARGV). */
+  private async renewBatch(script: LuaScript, holds: readonly RenewCall[], batch: readonly number[]): Promise<number[]> {
+    const crossSlot = script === RENEW_MANY_CROSS_SLOT;
+    const keys: string[] = crossSlot ? [(holds[batch[0]].lock as LockKeys).state] : [];
+    const args: (string | number)[] = [];
+    for (const i of batch) {
+      const { lock, token, leaseMs } = holds[i];
+      const names = lock as LockKeys;
+      if (crossSlot) args.push(names.state, names.leases, token, leaseMs);
+      else {
         keys.push(names.state, names.leases);
         args.push(token, leaseMs);
       }
-      calls.push(this.runLeaseChange(RENEW_MANY, keys, args));
     }
-    const replies = (await Promise.all(calls)) as number[][];
-    return replies.flat().map((r) => r === 1);
+    return (await this.runLeaseChange(script, keys, args)) as number[];
   }
 
   /** EXTEND. ARGV: token, ms. Reply 1, or 0 when not held. */
@@ -197,7 +261,7 @@ export class RedisLockStore implements LockStore {
   }
 
   describeFailure(failure: unknown, operation: LockOperation, key: string | undefined, timeoutMs: number): LockError {
-    const connection = operation === 'subscribe' ? this.connections.subscriber : this.client;
+    const connection = operation === 'subscribe' ? (this.connections.subscriber ?? this.client) : this.client;
     return unavailable(failure, operation, key, {
       timeoutMs,
       connected: connection.status === 'ready',
@@ -207,18 +271,29 @@ export class RedisLockStore implements LockStore {
   }
 
   async ping(timeoutMs: number): Promise<StorePing> {
-    const [command, subscriber] = await Promise.all([timedPing(this.client, timeoutMs), timedPing(this.connections.subscriber, timeoutMs)]);
+    const plain = this.connections.subscriber;
+    const [command, subscriber] = await Promise.all([
+      timedPing(() => this.client.ping(), timeoutMs),
+      timedPing(plain ? () => plain.ping() : () => (this.shardedChannels as ShardedChannels).ping(), timeoutMs),
+    ]);
     const error = command.error ?? subscriber.error;
     return { command: command.ok, subscriber: subscriber.ok, commandMs: command.ms, subscriberMs: subscriber.ms, ...(error ? { error } : {}) };
   }
 
   async close(): Promise<void> {
     this.subscriber.close();
+    this.shardedChannels?.close();
     await this.connections.close();
   }
 
+  /** On a Cluster, the variant of `base` that wakes waiters by SPUBLISH (sharded pub/sub). */
+  private variant(base: LuaScript): LuaScript {
+    return this.shardedChannels ? sharded(base) : base;
+  }
+
   /** Runs `script` by SHA, loading it when Redis answers NOSCRIPT (first use, restart, `SCRIPT FLUSH`). */
-  private async run(script: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+  private async run(base: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    const script = this.variant(base);
     try {
       return await this.client.evalsha(script.sha, keys.length, ...keys, ...args);
     } catch (err) {
@@ -238,6 +313,25 @@ function acquireReply(raw: unknown): AcquireReply {
 /** An error reply of the server (as opposed to a connection failure). */
 function isReplyError(err: unknown): boolean {
   return err instanceof Error && err.name === 'ReplyError';
+}
+
+/** `items` in runs of at most `size`. */
+function chunks<T>(items: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+/** Whether the server refuses a script that takes keys of several slots (Redis before 7.0, or a proxy). */
+function refusesCrossSlot(err: unknown): boolean {
+  const message = err instanceof Error ? err.message : String(err);
+  return /CROSSSLOT|shebang|Unknown lua shebang|allow-cross-slot|Error compiling script/i.test(message);
+}
+
+/** Whether a cross-slot batch failed because a slot of it is not (or no longer) served by the node it reached. */
+function misrouted(err: unknown): boolean {
+  const message = err instanceof Error ? err.message : String(err);
+  return /^(MOVED|ASK|TRYAGAIN) |non local key|Too many Cluster redirections|hash to the same slot/i.test(message);
 }
 
 function modeCode(mode: LockMode): 'w' | 'r' {
@@ -265,12 +359,12 @@ export function decodeHolder(record: string, mode: LockMode, remainingLeaseMs: n
   };
 }
 
-async function timedPing(c: RedisClient, timeoutMs: number): Promise<{ ok: boolean; ms: number; error?: string }> {
+async function timedPing(ping: () => Promise<unknown>, timeoutMs: number): Promise<{ ok: boolean; ms: number; error?: string }> {
   const start = performance.now();
   let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([
-      c.ping(),
+      ping(),
       new Promise((_, reject) => {
         timer = setTimeout(() => reject(new Error(`no PING answer within ${timeoutMs} ms`)), timeoutMs);
       }),

@@ -3,6 +3,7 @@ import type { ChainableCommander } from 'ioredis';
 import type { RedisClient } from './connection.js';
 import type { AcquireReply, ReplicaWaitSettings } from './lock-store.js';
 import type { LuaScript } from './lua-scripts.js';
+import { slotOf } from './sharded-channels.js';
 
 /**
  * A write the master applied but too few replicas acknowledged within the wait (or the server refused `WAIT`).
@@ -96,7 +97,7 @@ export class ReplicaAcks {
     if (replicas !== 'connected') return replicas;
     if (this.client instanceof Cluster) {
       // The Cluster client's slot table lists the slot's master, then its replicas.
-      const nodes = key === undefined ? undefined : this.client.slots[keySlot(key)];
+      const nodes = key === undefined ? undefined : this.client.slots[slotOf(key)];
       return nodes ? Math.max(0, nodes.length - 1) : 0;
     }
     if (this.connected === undefined) this.noteRole(await this.client.role());
@@ -111,19 +112,4 @@ export class ReplicaAcks {
   private noteRole(role: unknown): void {
     if (Array.isArray(role) && role[0] === 'master' && Array.isArray(role[2])) this.connected = role[2].length;
   }
-}
-
-/** The Redis Cluster slot of `key`: CRC16 (XMODEM) of its hash tag (or of the whole key), modulo 16384. */
-export function keySlot(key: string): number {
-  const open = key.indexOf('{');
-  if (open !== -1) {
-    const close = key.indexOf('}', open + 1);
-    if (close > open + 1) key = key.slice(open + 1, close);
-  }
-  let crc = 0;
-  for (const byte of Buffer.from(key)) {
-    crc ^= byte << 8;
-    for (let i = 0; i < 8; i++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
-  }
-  return crc % 16384;
 }

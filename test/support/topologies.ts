@@ -201,10 +201,22 @@ abstract class Topology {
 // Redis Cluster
 // ---------------------------------------------------------------------------------------------------------------
 
+/** How `RedisCluster.start` builds the cluster. */
+export interface RedisClusterOptions {
+  /** One replica per master, for failover tests (slower to start: 6 nodes and a replica sync each). */
+  readonly replicas?: boolean;
+  /** `cluster-node-timeout` with replicas (default 1000 ms): how soon a dead master is failed over. */
+  readonly nodeTimeoutMs?: number;
+}
+
 /**
- * A Redis Cluster of 3 masters (no replicas) on free loopback ports, without persistence, its `nodes.conf` files in
- * a temp dir, joined with `redis-cli --cluster create`. `start` resolves once every node reports
- * `cluster_state:ok`. `client()` opens an ioredis `Cluster` on it (closed by `dispose`, or earlier by `close`).
+ * A Redis Cluster of 3 masters (no replicas by default) on free loopback ports, without persistence, its `nodes.conf`
+ * files in a temp dir, joined with `redis-cli --cluster create`. `start` resolves once every node reports
+ * `cluster_state:ok` (and, with `{ replicas: true }`, every replica is in sync). `client()` opens an ioredis `Cluster`
+ * on it (closed by `dispose`, or earlier by `close`).
+ *
+ * With `{ replicas: true }` each master gets one replica and `cluster-node-timeout` is short (1 s by default,
+ * `nodeTimeoutMs`), so `killMasterOf(key)` then `waitForFailover()` promote a replica within a few seconds.
  *
  * Cleanup: `dispose()` closes the clients, kills the nodes and removes the directory; pass `resources` (e.g. a
  * `LockTestKit`) to have it disposed with them; a process-exit hook kills whatever was not disposed.
@@ -212,11 +224,17 @@ abstract class Topology {
 export class RedisCluster extends Topology {
   private readonly clients = new Set<Cluster>();
   private nodeList: NodeAddress[] = [];
+  private readonly byPort = new Map<number, NodeProcess>();
+  private readonly killed = new Set<number>();
 
-  static async start(resources?: FaultResources): Promise<RedisCluster> {
+  private constructor(private readonly options: RedisClusterOptions) {
+    super();
+  }
+
+  static async start(resources?: FaultResources, options: RedisClusterOptions = {}): Promise<RedisCluster> {
     const reason = await topologySupport();
     if (reason) throw new Error(`cannot start a Redis Cluster: ${reason}`);
-    const cluster = new RedisCluster();
+    const cluster = new RedisCluster(options);
     resources?.add(() => cluster.dispose());
     try {
       await cluster.launch();
@@ -230,31 +248,131 @@ export class RedisCluster extends Topology {
   private async launch(): Promise<void> {
     const bin = findRedisServer() as string;
     // The cluster bus gets a port of its own (`cluster-port`): the default, port + 10000, may not exist or be free.
-    const ports = await freePorts(6);
-    const nodes = [0, 1, 2].map((i) => ({ port: ports[i], busPort: ports[i + 3] }));
+    const count = this.options.replicas ? 6 : 3;
+    const ports = await freePorts(2 * count);
+    const nodes = ports.slice(0, count).map((port, i) => ({ port, busPort: ports[count + i] }));
+    const replicaArgs = this.options.replicas
+      ? ['--cluster-node-timeout', String(this.options.nodeTimeoutMs ?? 1_000), '--repl-diskless-sync-delay', '0', '--cluster-replica-validity-factor', '0']
+      : [];
     await Promise.all(
-      nodes.map(({ port, busPort }) => {
+      nodes.map(async ({ port, busPort }) => {
         const dir = join(this.dir, String(port));
         mkdirSync(dir);
-        return this.spawnNode('cluster node', port, bin, [
+        const node = await this.spawnNode('cluster node', port, bin, [
           '--port', String(port), '--bind', HOST, '--save', '', '--appendonly', 'no', '--dir', dir,
           '--cluster-enabled', 'yes', '--cluster-config-file', join(dir, 'nodes.conf'), '--cluster-port', String(busPort),
+          ...replicaArgs,
         ]);
+        this.byPort.set(port, node);
       }),
     );
     this.nodeList = nodes.map(({ port }) => ({ host: HOST, port }));
-    await run('redis-cli', ['--cluster', 'create', ...this.nodeList.map((n) => `${n.host}:${n.port}`), '--cluster-replicas', '0', '--cluster-yes']);
+    await run('redis-cli', [
+      '--cluster', 'create', ...this.nodeList.map((n) => `${n.host}:${n.port}`),
+      '--cluster-replicas', this.options.replicas ? '1' : '0', '--cluster-yes',
+    ]);
     await Promise.all(
       this.nodeList.map((n) =>
-        poll(`cluster_state:ok on ${n.host}:${n.port}`, 10_000, async () => {
+        poll(`cluster_state:ok on ${n.host}:${n.port}`, 15_000, async () => {
           const info = String(await command(n.port, ['CLUSTER', 'INFO']));
-          return /^cluster_state:ok\r?$/m.test(info) && /^cluster_known_nodes:3\r?$/m.test(info) ? true : undefined;
+          if (!/^cluster_state:ok\r?$/m.test(info) || !new RegExp(`^cluster_known_nodes:${count}\r?$`, 'm').test(info)) return undefined;
+          const replication = String(await command(n.port, ['INFO', 'replication']));
+          // A replica counts once its link to its master is up (a master has no such line).
+          return /^role:master\r?$/m.test(replication) || /^master_link_status:up\r?$/m.test(replication) ? true : undefined;
         }),
       ),
     );
   }
 
-  /** The masters' addresses (startup nodes for a client). */
+  /** The nodes not killed. */
+  private get live(): NodeAddress[] {
+    return this.nodeList.filter((n) => !this.killed.has(n.port));
+  }
+
+  /** The current masters (the live nodes whose ROLE is master). */
+  async masters(): Promise<NodeAddress[]> {
+    const roles = await Promise.all(this.live.map(async (n) => ((await command(n.port, ['ROLE'])) as unknown[])[0]));
+    return this.live.filter((_, i) => roles[i] === 'master');
+  }
+
+  /** One command on `node` itself (a fresh connection, closed after). */
+  on(node: NodeAddress, args: readonly (string | number)[]): Promise<unknown> {
+    return command(node.port, args);
+  }
+
+  /** The replica of `master` (with `{ replicas: true }`), from the master's `INFO replication`. */
+  async replicaOf(master: NodeAddress): Promise<NodeAddress> {
+    const info = String(await command(master.port, ['INFO', 'replication']));
+    const m = /^slave0:ip=([^,]+),port=(\d+)/m.exec(info);
+    if (!m) throw new Error(`${master.host}:${master.port} has no replica`);
+    return { host: m[1], port: Number(m[2]) };
+  }
+
+  /** Resolves once `master`'s replica acknowledged every write so far (`WAIT 1`); throws if it did not in time. */
+  async replicated(master: NodeAddress, timeoutMs = 5_000): Promise<void> {
+    const acked = Number(await command(master.port, ['WAIT', 1, timeoutMs], timeoutMs + 1_000));
+    if (acked < 1) throw new Error(`the replica of ${master.host}:${master.port} did not acknowledge within ${timeoutMs} ms`);
+  }
+
+  /**
+   * `CLIENT PAUSE <ms> WRITE` on `node`: on a replica, it holds back the replication stream, so a write its master
+   * takes meanwhile is lost if the master dies before the pause ends.
+   */
+  async pauseWrites(node: NodeAddress, ms: number): Promise<void> {
+    await command(node.port, ['CLIENT', 'PAUSE', ms, 'WRITE']);
+  }
+
+  /**
+   * Moves the slot of `key` (with its keys) from its master to `to`, as `redis-cli --cluster reshard` does: IMPORTING
+   * on the target, MIGRATING on the source, MIGRATE of every key, then SETSLOT NODE on every master. Clients learn of
+   * it by MOVED replies (and the source drops the slot's sharded subscriptions).
+   */
+  async moveSlot(key: string, to: NodeAddress): Promise<void> {
+    const from = await this.masterFor(key);
+    if (from.port === to.port) throw new Error(`${key}'s slot is already on ${to.host}:${to.port}`);
+    const slot = Number(await command(from.port, ['CLUSTER', 'KEYSLOT', key]));
+    const [fromId, toId] = await Promise.all([command(from.port, ['CLUSTER', 'MYID']), command(to.port, ['CLUSTER', 'MYID'])]);
+    await command(to.port, ['CLUSTER', 'SETSLOT', slot, 'IMPORTING', String(fromId)]);
+    await command(from.port, ['CLUSTER', 'SETSLOT', slot, 'MIGRATING', String(toId)]);
+    for (;;) {
+      const keys = (await command(from.port, ['CLUSTER', 'GETKEYSINSLOT', slot, 100])) as string[];
+      if (keys.length === 0) break;
+      await command(from.port, ['MIGRATE', to.host, to.port, '', 0, 5_000, 'KEYS', ...keys]);
+    }
+    await command(to.port, ['CLUSTER', 'SETSLOT', slot, 'NODE', String(toId)]);
+    await command(from.port, ['CLUSTER', 'SETSLOT', slot, 'NODE', String(toId)]);
+    for (const m of await this.masters()) {
+      if (m.port !== from.port && m.port !== to.port) await command(m.port, ['CLUSTER', 'SETSLOT', slot, 'NODE', String(toId)]);
+    }
+  }
+
+  /** SIGKILLs the master that serves `key`'s slot; resolves with its address once the process is gone. */
+  async killMasterOf(key: string): Promise<NodeAddress> {
+    const master = await this.masterFor(key);
+    const node = this.byPort.get(master.port);
+    if (!node) throw new Error(`${master.host}:${master.port} is not a node of this cluster`);
+    this.killed.add(master.port);
+    await node.kill();
+    return master;
+  }
+
+  /**
+   * Resolves with the new master of `key`'s slot once a replica took over from `from` (every live node reports
+   * `cluster_state:ok` and a master other than `from` for that slot); throws after `timeoutMs`.
+   */
+  async waitForFailover(key: string, from: NodeAddress, timeoutMs: number): Promise<NodeAddress> {
+    return poll(`a replica to take over ${key}'s slot from ${from.host}:${from.port}`, timeoutMs, async () => {
+      for (const n of this.live) {
+        if (!/^cluster_state:ok\r?$/m.test(String(await command(n.port, ['CLUSTER', 'INFO'])))) return undefined;
+      }
+      const master = await this.masterFor(key);
+      if (master.port === from.port) return undefined;
+      const role = (await command(master.port, ['ROLE'])) as unknown[];
+      return role[0] === 'master' ? master : undefined;
+    });
+  }
+
+  /** Every node's address, masters and replicas, killed or not (startup nodes for a client). */
   get nodes(): readonly NodeAddress[] {
     return this.nodeList;
   }
@@ -277,7 +395,7 @@ export class RedisCluster extends Topology {
 
   /** The master that serves `key`'s slot (`CLUSTER KEYSLOT`, then `CLUSTER SLOTS`). */
   async masterFor(key: string): Promise<NodeAddress> {
-    const port = this.nodeList[0].port;
+    const port = this.live[0].port;
     const slot = Number(await command(port, ['CLUSTER', 'KEYSLOT', key]));
     const ranges = (await command(port, ['CLUSTER', 'SLOTS'])) as [number, number, [string, number, ...unknown[]]][];
     const range = ranges.find(([from, to]) => slot >= from && slot <= to);
@@ -292,7 +410,7 @@ export class RedisCluster extends Topology {
    */
   readonly keysUnder = async (prefix: string): Promise<string[]> => {
     const found: string[] = [];
-    for (const n of this.nodeList) {
+    for (const n of await this.masters()) {
       const client = new Redis({ host: n.host, port: n.port, maxRetriesPerRequest: 2 });
       try {
         found.push(...(await keysUnder(client, prefix)));
@@ -303,13 +421,24 @@ export class RedisCluster extends Topology {
     return found.sort();
   };
 
-  /** Script calls (EVALSHA and EVAL) every master has served since it started, summed: the library's lock operations. */
+  /** Script calls (EVALSHA and EVAL) every live node has served since it started, summed: the library's lock operations. */
   async scriptCalls(): Promise<number> {
     let calls = 0;
-    for (const n of this.nodeList) {
-      const stats = String(await command(n.port, ['INFO', 'commandstats']));
-      for (const [, calls2] of stats.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)) calls += Number(calls2);
-    }
+    for (const n of this.live) calls += (await this.commandCalls(n.port, /^(?:evalsha|eval)$/)) ?? 0;
+    return calls;
+  }
+
+  /** Calls of the commands whose lowercase name matches `name`, per live node (`INFO commandstats`), by port. */
+  async callsPerNode(name: RegExp): Promise<Map<number, number>> {
+    const out = new Map<number, number>();
+    for (const n of this.live) out.set(n.port, await this.commandCalls(n.port, name));
+    return out;
+  }
+
+  private async commandCalls(port: number, name: RegExp): Promise<number> {
+    const stats = String(await command(port, ['INFO', 'commandstats']));
+    let calls = 0;
+    for (const [, command2, n] of stats.matchAll(/^cmdstat_([a-z|]+):calls=(\d+)/gm)) if (name.test(command2)) calls += Number(n);
     return calls;
   }
 

@@ -1,8 +1,11 @@
+import { readFileSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
+import { LockConfigError } from '../../lib/errors/lock-config.error.js';
 import { LockAcquireTimeoutError } from '../../lib/errors/lock-acquire-timeout.error.js';
 import type { LockEngine } from '../../lib/locking/lock-engine.js';
-import { LockTestKit, redisNames, rejectionOf, uniquePrefix } from '../support/lock-test-kit.js';
+import { LockTestKit, redisNames, rejectionOf, sleep, track, until, uniquePrefix } from '../support/lock-test-kit.js';
+import { slotOf } from '../../lib/redis/sharded-channels.js';
 import { RedisCluster, topologySupport } from '../support/topologies.js';
 import type { NodeAddress } from '../support/topologies.js';
 
@@ -40,6 +43,20 @@ describe('on a real 3-master Redis Cluster', () => {
       if (!found.has(master.port)) found.set(master.port, { key, master });
     }
     return [...found.values()];
+  }
+
+  /** `PUBSUB SHARDCHANNELS <prefix>*` on each master, by port. */
+  async function shardChannels(c: RedisCluster, prefix: string): Promise<Map<number, string[]>> {
+    const out = new Map<number, string[]>();
+    for (const n of await c.masters()) {
+      const client = new Redis({ host: n.host, port: n.port, maxRetriesPerRequest: 1 });
+      try {
+        out.set(n.port, (await client.call('PUBSUB', 'SHARDCHANNELS', `${prefix}*`)) as string[]);
+      } finally {
+        client.disconnect();
+      }
+    }
+    return out;
   }
 
   /** Whether `master` itself (not the Cluster) holds the state hash of `key`. */
@@ -113,4 +130,189 @@ describe('on a real 3-master Redis Cluster', () => {
     await handle.release();
     for (const { key } of keys) expect(await a.inspect(key)).toBeNull();
   });
+
+  maybe(`the README's Cluster ACL rule gives the library every right it needs on a Cluster${skipped}`, async () => {
+    const c = cluster!;
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const rule = readme.split('\n').find((line) => line.startsWith('ACL SETUSER locks ') && line.includes('+spublish'));
+    expect(rule).toBeDefined();
+    const args = rule!.split(/\s+/).slice(2);
+    for (const m of await c.masters()) await c.on(m, ['ACL', 'SETUSER', ...args]);
+    try {
+      const asLocks = () => {
+        const client = c.client({ redisOptions: { username: 'locks', password: 'secret' } });
+        kit.add(() => c.close(client));
+        return kit.engine({ redis: client, keyPrefix: 'lock:' });
+      };
+      kit.watchKeys('lock:', c.keysUnder);
+      const a = asLocks();
+      const b = asLocks();
+      // Contention with a wake-up on each master, renewals batched across slots, extend, inspect, forceRelease.
+      const keys = await keyPerMaster(c, 'lock:');
+      const extra = await Promise.all(Array.from({ length: 20 }, (_, i) => a.acquire(`acl:${i}`, { leaseMs: 300 })));
+      for (const { key } of keys) {
+        const held = await a.acquire(key, { leaseMs: 300 });
+        const waiter = b.acquire(key, { waitTimeoutMs: 3_000 });
+        await until(async () => ((await a.inspect(key))?.waiting ?? 0) === 1, 2_000, 'a waiter');
+        await held.extend(1_000);
+        await held.release();
+        await (await waiter).release();
+      }
+      await sleep(400); // past one lease: renewed by the watchdog
+      expect(extra.every((h) => h.isHeld)).toBe(true);
+      await Promise.all(extra.map((h) => h.release()));
+      await a.acquire('forced');
+      expect(await b.forceRelease('forced')).toBe(true);
+      expect(await a.ping()).toMatchObject({ command: true, subscriber: true });
+      expect(kit.logger.lines.filter((l) => l.includes('permission') || l.includes('NOPERM'))).toEqual([]);
+    } finally {
+      await kit.closeAll();
+      for (const m of await c.masters()) await c.on(m, ['ACL', 'DELUSER', 'locks']);
+    }
+  });
+
+  maybe(`slotOf agrees with CLUSTER KEYSLOT (hash tags, empty tags, several braces, UTF-8)${skipped}`, async () => {
+    const c = cluster!;
+    const [node] = c.nodes;
+    const names = ['lock:{article:42}', 'lock:{article:42}:ch', 'plain', '{}x', 'a{}{b}', 'a{b}{c}', '{a{b}c}', 'x{', 'é{ü}:ch', 'lock:{日本}'];
+    for (const name of names) expect([name, slotOf(name)]).toEqual([name, Number(await c.on(node, ['CLUSTER', 'KEYSLOT', name]))]);
+  });
+
+  maybe(`an ioredis without sharded pub/sub is refused for a Cluster with LockConfigError naming redis${skipped}`, () => {
+    const c = cluster!;
+    const client = c.client({ lazyConnect: true });
+    kit.add(() => c.close(client));
+    const own = Object.getOwnPropertyDescriptor(Redis.prototype, 'ssubscribe');
+    Object.defineProperty(Redis.prototype, 'ssubscribe', { value: undefined, configurable: true, writable: true });
+    try {
+      let thrown: unknown;
+      try {
+        kit.engine({ redis: client });
+      } catch (err) {
+        thrown = err;
+      }
+      expect(thrown).toBeInstanceOf(LockConfigError);
+      expect((thrown as LockConfigError).message).toMatch(/ssubscribe/);
+      expect((thrown as LockConfigError).option).toBe('redis');
+    } finally {
+      if (own) Object.defineProperty(Redis.prototype, 'ssubscribe', own);
+      else delete (Redis.prototype as { ssubscribe?: unknown }).ssubscribe;
+    }
+    expect(typeof Redis.prototype.ssubscribe).toBe('function');
+  });
+
+  maybe(`wake-ups travel by sharded pub/sub: SSUBSCRIBE on the master of the lock's slot, SPUBLISH there, no PUBLISH${skipped}`, async () => {
+    const c = cluster!;
+    const prefix = uniquePrefix('cluster-sharded');
+    const a = engine(c, prefix);
+    const b = engine(c, prefix);
+    const keys = await keyPerMaster(c, prefix);
+    const before = { spublish: await c.callsPerNode(/^spublish$/), publish: await c.callsPerNode(/^publish$/) };
+
+    for (const { key, master } of keys) {
+      // A long lease: the waiter's own retry would come after 60 s, so only the wake-up can hand the lock over now.
+      const held = await a.acquire(key, { leaseMs: 60_000 });
+      const waiting = track(b.acquire(key, { waitTimeoutMs: 30_000 }));
+      await until(async () => ((await a.inspect(key))?.waiting ?? 0) === 1, 5_000, 'the waiter to register');
+      // The subscription lives on the lock's master only.
+      const channels = await shardChannels(c, prefix);
+      for (const [port, names] of channels) {
+        expect(names.includes(redisNames(prefix, key).channel)).toBe(port === master.port);
+      }
+      await held.release();
+      await until(() => waiting.settled, 10_000, 'the waiter to be woken');
+      await (await waiting.promise).release();
+    }
+
+    const after = { spublish: await c.callsPerNode(/^spublish$/), publish: await c.callsPerNode(/^publish$/) };
+    for (const { master } of keys) expect(after.spublish.get(master.port)! - before.spublish.get(master.port)!).toBeGreaterThan(0);
+    for (const [port, calls] of after.publish) expect(calls - before.publish.get(port)!).toBe(0);
+  });
+
+  maybe(`the watchdog renews 2,000 holds over 3 masters in a few script calls per node and round, none lost${skipped}`, async () => {
+    const c = cluster!;
+    const prefix = uniquePrefix('cluster-renew');
+    const a = engine(c, prefix);
+    const lost: string[] = [];
+    a.on('lost', (e) => lost.push(e.key));
+    // Unrelated keys: nearly every one on a slot of its own, spread over the three masters.
+    const keys = Array.from({ length: 2_000 }, (_, i) => `renew:${i}`);
+    const holds = [];
+    for (let i = 0; i < keys.length; i += 200) {
+      holds.push(...(await Promise.all(keys.slice(i, i + 200).map((key) => a.acquire(key, { leaseMs: 3_000 })))));
+    }
+    const masters = await c.masters();
+    // Let the watchdog's rounds line up (the holds were acquired over some time), then count one window of rounds.
+    await sleep(3_500);
+    const before = await c.callsPerNode(/^(evalsha|eval)$/);
+    const windowMs = 6_000;
+    await sleep(windowMs);
+    const after = await c.callsPerNode(/^(evalsha|eval)$/);
+    // One round every leaseMs / 3 = 1 s: about 6 rounds in the window, 2 more for slack. One call per hold and round
+    // would be some 12,000 calls; one per slot almost as many.
+    const rounds = windowMs / 1_000 + 2;
+    let total = 0;
+    for (const m of masters) {
+      const calls = after.get(m.port)! - before.get(m.port)!;
+      expect(calls).toBeGreaterThan(0); // every master renews its share
+      total += calls;
+    }
+    expect(total).toBeLessThanOrEqual(50 * rounds);
+
+    expect(lost).toEqual([]);
+    expect(holds.every((h) => !h.signal.aborted)).toBe(true);
+    const states = (await c.keysUnder(prefix)).filter((k) => k.endsWith('}'));
+    expect(states.length).toBe(keys.length);
+    for (let i = 0; i < holds.length; i += 200) await Promise.all(holds.slice(i, i + 200).map((h) => h.release()));
+  }, 60_000);
+
+  maybe(`when a lock's slot moves to another master, renewals and the waiter's subscription follow it${skipped}`, async () => {
+    const c = cluster!;
+    const prefix = uniquePrefix('cluster-move');
+    const a = engine(c, prefix);
+    const b = engine(c, prefix);
+    const lost: string[] = [];
+    a.on('lost', (e) => lost.push(e.key));
+    const [{ key: waitedKey, master: source }] = await keyPerMaster(c, prefix);
+    const slot = slotOf(redisNames(prefix, waitedKey).state);
+    // Another lock of the same slot (renewed while the slot moves), and one of another slot of the same master, so
+    // the source's renewal batch spans two slots.
+    let sameSlot = '';
+    for (let i = 0; !sameSlot; i++) if (slotOf(redisNames(prefix, `s${i}`).state) === slot) sameSlot = `s${i}`;
+    let stays = '';
+    for (let i = 0; !stays; i++) {
+      const key = `o${i}`;
+      if (slotOf(redisNames(prefix, key).state) !== slot && (await c.masterFor(redisNames(prefix, key).state)).port === source.port) stays = key;
+    }
+    const target = (await c.masters()).find((m) => m.port !== source.port)!;
+
+    // A long lease on the waited lock: the waiter's own retry would come after a minute, so only a wake-up can hand
+    // the lock over during the test.
+    const waited = await a.acquire(waitedKey, { leaseMs: 60_000 });
+    const moving = await a.acquire(sameSlot, { leaseMs: 1_500 });
+    const staying = await a.acquire(stays, { leaseMs: 1_500 });
+    const waiting = track(b.acquire(waitedKey, { waitTimeoutMs: 60_000 }));
+    await until(async () => ((await a.inspect(waitedKey))?.waiting ?? 0) === 1, 5_000, 'the waiter to register');
+
+    const logged = kit.logger.lines.length;
+    await c.moveSlot(redisNames(prefix, waitedKey).state, target);
+    expect(await stateOn(target, prefix, sameSlot)).toBe(true);
+
+    // Several leases later both short holds are still held, and no renewal call failed: the client's slot map was
+    // stale (it learns of a move by a MOVED reply), so the first batch met the moved slot and was sent again per slot.
+    await sleep(4_000);
+    expect(lost).toEqual([]);
+    expect(kit.logger.lines.slice(logged).filter((l) => l.includes('renewal'))).toEqual([]);
+    expect(moving.signal.aborted || staying.signal.aborted).toBe(false);
+    expect((await b.inspect(sameSlot))?.holders.length).toBe(1);
+    expect(await stateOn(target, prefix, sameSlot)).toBe(true);
+
+    // The subscription moved to the target, and a release there wakes the waiter.
+    await until(async () => (await shardChannels(c, prefix)).get(target.port)!.includes(redisNames(prefix, waitedKey).channel), 5_000, 'the subscription to move');
+    expect((await shardChannels(c, prefix)).get(source.port)).toEqual([]);
+    await waited.release();
+    await until(() => waiting.settled, 10_000, 'the waiter to be woken by the release');
+    await (await waiting.promise).release();
+    await Promise.all([moving.release(), staying.release()]);
+  }, 60_000);
 });

@@ -1,0 +1,92 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import type { LockEngine } from '../../lib/locking/lock-engine.js';
+import { LockTestKit, redisNames, track, until, uniquePrefix } from '../support/lock-test-kit.js';
+import { RedisCluster, topologySupport } from '../support/topologies.js';
+import type { NodeAddress } from '../support/topologies.js';
+
+const unsupported = await topologySupport();
+if (unsupported) console.warn(`Redis Cluster failover tests skipped: ${unsupported}`);
+const maybe = unsupported ? it.skip : it;
+const skipped = unsupported ? ` (skipped: ${unsupported})` : '';
+
+// A real failover: 3 masters with a replica each, `cluster-node-timeout` 1 s; a killed master is replaced by its
+// replica within a few seconds. The whole test takes some 10-15 s; its waits are generous polls, not timings.
+describe('failover of a Redis Cluster master', () => {
+  const kit = new LockTestKit();
+  let cluster: RedisCluster | undefined;
+
+  beforeAll(async () => {
+    if (!unsupported) cluster = await RedisCluster.start(undefined, { replicas: true });
+  }, 40_000);
+  afterEach(() => kit.closeAll());
+  afterAll(() => cluster?.dispose());
+
+  function engine(c: RedisCluster, prefix: string): LockEngine {
+    const client = c.client();
+    kit.add(() => c.close(client));
+    const e = kit.engine({ redis: client, keyPrefix: prefix });
+    kit.watchKeys(prefix, c.keysUnder);
+    return e;
+  }
+
+  /** `count` lock keys whose slot `master` serves. */
+  async function keysOn(c: RedisCluster, prefix: string, master: NodeAddress, count: number, tag: string): Promise<string[]> {
+    const found: string[] = [];
+    for (let i = 0; found.length < count; i++) {
+      if (i > 500) throw new Error(`no ${count} keys on ${master.port} among 500 candidates`);
+      const key = `${tag}${i}`;
+      if ((await c.masterFor(redisNames(prefix, key).state)).port === master.port) found.push(key);
+    }
+    return found;
+  }
+
+  maybe(`holders learn of holds the new master lacks, waiters are woken through the new master, new locks work${skipped}`, async () => {
+    const c = cluster!;
+    const prefix = uniquePrefix('cluster-failover');
+    const a = engine(c, prefix);
+    const b = engine(c, prefix);
+    const master = await c.masterFor(redisNames(prefix, 'probe').state);
+    const [keptKey, waitedKey, lostKey] = await keysOn(c, prefix, master, 3, 'f');
+    const lostEvents: string[] = [];
+    a.on('lost', (e) => lostEvents.push(e.key));
+
+    // Replicated before the failover: a hold, and a hold with a waiter (a long lease: the waiter's own retry would
+    // come after a minute, so only a wake-up can hand that lock over during the test).
+    const kept = await a.acquire(keptKey, { leaseMs: 10_000 });
+    const waited = await a.acquire(waitedKey, { leaseMs: 60_000 });
+    const waiting = track(b.acquire(waitedKey, { waitTimeoutMs: 60_000 }));
+    await until(async () => ((await a.inspect(waitedKey))?.waiting ?? 0) === 1, 5_000, 'the waiter to register');
+    await c.replicated(master);
+
+    // Not replicated: the replica holds its replication stream back while this hold is taken, and the master dies.
+    const replica = await c.replicaOf(master);
+    await c.pauseWrites(replica, 1_500);
+    const lost = await a.acquire(lostKey, { leaseMs: 10_000 });
+    await c.killMasterOf(redisNames(prefix, lostKey).state);
+    const promoted = await c.waitForFailover(redisNames(prefix, lostKey).state, master, 20_000);
+    expect(promoted.port).toBe(replica.port);
+
+    // The next renewal tells the holder that the new master lacks its hold; the replicated one goes on.
+    await until(() => lost.signal.aborted, 15_000, 'the lost hold to be signalled');
+    expect(lostEvents).toEqual([lostKey]);
+    expect(kept.signal.aborted).toBe(false);
+    expect((await b.inspect(keptKey))?.holders.length).toBe(1);
+
+    // The waiter's wake-up subscription moved to the new master: a release there wakes it.
+    expect(waiting.settled).toBe(false);
+    await waited.release();
+    await until(() => waiting.settled, 15_000, 'the waiter to be woken by the release');
+    // The subscriber reported the outage once and its end (every waiter re-checked then).
+    expect(kit.logger.lines.filter((l) => l.includes('Redis subscriber connection lost'))).toHaveLength(1);
+    expect(kit.logger.lines.filter((l) => l.includes('Redis subscriber connection restored'))).toHaveLength(1);
+    const next = await waiting.promise;
+    expect(next.fencingToken).toBeGreaterThan(waited.fencingToken);
+    await next.release();
+
+    // New acquisitions on the new master, and the lost key is free again.
+    const again = await b.acquire(lostKey);
+    expect(await a.tryAcquire(lostKey)).toBeNull();
+    await again.release();
+    await kept.release();
+  }, 60_000);
+});
