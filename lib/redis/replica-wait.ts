@@ -48,8 +48,8 @@ export interface AckedReply {
  * until the replicas confirmed every write the connection made so far, the script's included.
  */
 export class ReplicaAcks {
-  /** Replicas connected to the master (from `ROLE`); `undefined` until first asked. */
-  private connected: number | undefined;
+  /** Replicas connected to each master (from `ROLE`), by node (`''` for a standalone or Sentinel master). */
+  private readonly connected = new Map<string, number>();
 
   constructor(
     private readonly client: RedisClient,
@@ -58,13 +58,16 @@ export class ReplicaAcks {
 
   /** Runs `script` then `WAIT` on the master of `keys[0]`. Rejects only when the script itself failed. */
   async run(script: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<AckedReply> {
-    const wanted = await this.wanted(keys[0]);
+    const node = this.nodeOf(keys[0]);
+    const wanted = await this.wanted(node, keys[0]);
+    const tracksRole = this.settings.replicas === 'connected';
     const send = (byHash: boolean) => {
       const p: ChainableCommander = this.client.pipeline();
       if (byHash) p.evalsha(script.sha, keys.length, ...keys, ...args);
       else p.eval(script.source, keys.length, ...keys, ...args);
       p.wait(wanted, this.settings.timeoutMs);
-      if (this.tracksRole()) p.role();
+      // A pipeline goes to one node (on a Cluster, the master of its keys' slot): ROLE describes that master.
+      if (tracksRole) p.role();
       return p.exec();
     };
     let results = await send(true);
@@ -72,44 +75,50 @@ export class ReplicaAcks {
     if (!results) throw new Error('the pipeline was discarded (connection closed)');
     const [[scriptErr, reply], [waitErr, acked], role] = results;
     if (scriptErr) throw scriptErr;
-    if (role && !role[0]) this.noteRole(role[1]);
+    if (role && !role[0]) this.noteRole(node, role[1]);
     if (waitErr) return { reply, acked: 0, wanted, refused: waitErr };
     return { reply, acked: Number(acked), wanted };
   }
 
   /**
    * Start-up probe: `WAIT 0 0` answers at once on any Redis master; a proxy that refuses it is named here, once,
-   * instead of on every call. Resolves with the refusal, or `undefined`.
+   * instead of on every call. Resolves with the refusal, or `undefined`. (On a Cluster, every call's own `WAIT` tells.)
    */
   async probe(): Promise<unknown> {
+    if (this.client instanceof Cluster) return undefined;
     try {
       await this.client.wait(0, 0);
-      if (this.tracksRole()) this.noteRole(await this.client.role());
+      if (this.settings.replicas === 'connected') this.noteRole('', await this.client.role());
       return undefined;
     } catch (err) {
       return err;
     }
   }
 
-  /** How many replicas `WAIT` must count for a write to `key`. */
-  private async wanted(key: string | undefined): Promise<number> {
-    const { replicas } = this.settings;
-    if (replicas !== 'connected') return replicas;
-    if (this.client instanceof Cluster) {
-      // The Cluster client's slot table lists the slot's master, then its replicas.
-      const nodes = key === undefined ? undefined : this.client.slots[slotOf(key)];
-      return nodes ? Math.max(0, nodes.length - 1) : 0;
-    }
-    if (this.connected === undefined) this.noteRole(await this.client.role());
-    return this.connected ?? 0;
+  /** The node a write to `key` goes to: the master of its slot on a Cluster, `''` otherwise. */
+  private nodeOf(key: string | undefined): string {
+    if (!(this.client instanceof Cluster) || key === undefined) return '';
+    return this.client.slots[slotOf(key)]?.[0] ?? '';
   }
 
-  private tracksRole(): boolean {
-    return this.settings.replicas === 'connected' && !(this.client instanceof Cluster);
+  /** How many replicas `WAIT` must count for a write to `key` on `node`. */
+  private async wanted(node: string, key: string | undefined): Promise<number> {
+    const { replicas } = this.settings;
+    if (replicas !== 'connected') return replicas;
+    const known = this.connected.get(node);
+    if (known !== undefined) return known;
+    if (this.client instanceof Cluster && key !== undefined) {
+      // ROLE has no key: pipelined behind a read of `key`, it reaches that key's master.
+      const results = await this.client.pipeline().exists(key).role().exec();
+      this.noteRole(node, results?.[1]?.[1]);
+    } else {
+      this.noteRole(node, await this.client.role());
+    }
+    return this.connected.get(node) ?? 0;
   }
 
   /** `ROLE` of a master: `['master', offset, [[host, port, offset], …]]`. */
-  private noteRole(role: unknown): void {
-    if (Array.isArray(role) && role[0] === 'master' && Array.isArray(role[2])) this.connected = role[2].length;
+  private noteRole(node: string, role: unknown): void {
+    if (Array.isArray(role) && role[0] === 'master' && Array.isArray(role[2])) this.connected.set(node, role[2].length);
   }
 }

@@ -40,6 +40,24 @@ describe('failover of a Redis Cluster master', () => {
     return found;
   }
 
+  maybe(`waitForReplicas: a grant waits for the replica of the lock's master, and is refused while it lags${skipped}`, async () => {
+    const c = cluster!;
+    const prefix = uniquePrefix('cluster-wait');
+    const client = c.client();
+    kit.add(() => c.close(client));
+    const a = kit.engine({ redis: client, keyPrefix: prefix, commandTimeoutMs: 1_000, waitForReplicas: { replicas: 'connected', timeoutMs: 300 } });
+    kit.watchKeys(prefix, c.keysUnder);
+    const master = await c.masterFor(redisNames(prefix, 'w').state);
+    const replica = await c.replicaOf(master);
+    const held = await a.acquire('w');
+    expect(await held.release()).toBe(true);
+    await c.pauseWrites(replica, 800);
+    await expect(a.acquire('w', { waitTimeoutMs: 0 })).rejects.toMatchObject({ reason: 'not-replicated', key: 'w' });
+    await until(async () => (await c.keysUnder(prefix)).length === 0, 3_000, 'the refused grant to be undone');
+    await c.replicated(master);
+    await (await a.acquire('w')).release();
+  }, 20_000);
+
   maybe(`holders learn of holds the new master lacks, waiters are woken through the new master, new locks work${skipped}`, async () => {
     const c = cluster!;
     const prefix = uniquePrefix('cluster-failover');
