@@ -125,6 +125,15 @@ describe('waitForReplicas (a master and one replica)', () => {
     await caughtUp();
   });
 
+  it('names WAIT when the ACL user may not run it, and leaves nothing behind', async () => {
+    await admin.call('ACL', 'SETUSER', 'nowait', 'on', '>pw', '~*', '&*', '+@all', '-wait');
+    const a = engine({ redis: `redis://nowait:pw@127.0.0.1:${master.port}` });
+    const err = await a.acquire('order:7').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(LockUnavailableError);
+    expect(err).toMatchObject({ reason: 'permission-denied', missing: 'WAIT', key: 'order:7' });
+    await until(async () => (await keysUnder(admin, a.settings.keyPrefix)).length === 0, 2_000, 'the grant to be undone');
+  });
+
   it("'connected' waits for the replicas the master has: refused while the one replica lags, granted otherwise", async () => {
     const a = engine({ waitForReplicas: { replicas: 'connected', timeoutMs: WAIT_MS } });
     const first = await a.acquire('order:6');
