@@ -91,6 +91,14 @@ export class QuorumLockStore implements LockStore {
   /** The longest lease (acquire, renew, extend) this store has sent, in milliseconds. */
   private longestLeaseMs = 0;
   private closed = false;
+  /** Undos and clean-ups running in the background (`close` lets them finish, within a bound). */
+  private readonly tasks = new Set<Promise<void>>();
+  /**
+   * Attempts (lock, token, seq) this store answered with no grant, or failed, and undid itself: the engine re-sends
+   * such an attempt to learn its outcome, and is told again that it was not granted instead of it being applied anew.
+   * Forgotten after the attempt's lease.
+   */
+  private readonly undone = new Set<string>();
 
   constructor(
     inputs: readonly RedisConnectionInput[],
@@ -126,6 +134,8 @@ export class QuorumLockStore implements LockStore {
     const n = this.masters.length;
     const q = this.quorum;
     const lane = laneOf(call.lock, call.token);
+    const attempt = `${lane}\u0000${call.seq}`;
+    if (this.undone.has(attempt)) return { granted: false, retryInMs: 0, blockedBy: 'writer' };
     const sentAt = performance.now();
     const raws = this.masters.map((m) => this.inLane(m, lane, () => m.store.acquire(call)));
     for (const r of raws) r.catch(() => undefined);
@@ -153,10 +163,10 @@ export class QuorumLockStore implements LockStore {
         outcomes.forEach((o, i) => {
           if (o?.ok && o.value.granted) return;
           const m = this.masters[i];
-          void this.inLane(m, lane, async () => {
+          this.background(m, lane, async () => {
             const reply = await raws[i].catch(() => undefined);
             if (reply && !reply.granted) await within(m.store.cancelWait(call.lock, call.mode, call.waiterId), this.masterBound());
-          }).catch(() => undefined);
+          });
         });
       }
       return {
@@ -166,6 +176,7 @@ export class QuorumLockStore implements LockStore {
       };
     }
     // Not granted: undo this attempt on every master that granted it, or may yet.
+    this.forgetAttemptLater(attempt, call.leaseMs);
     outcomes.forEach((o, i) => {
       if (o?.ok && !o.value.granted) return;
       this.undoOn(this.masters[i], lane, call, raws[i]);
@@ -173,6 +184,9 @@ export class QuorumLockStore implements LockStore {
     const answered = outcomes.filter((o) => o?.ok).length;
     if (answered < q) throw this.failureOf(outcomes, answered);
     const reply = this.notGranted(outcomes, grants.length);
+    // A re-entry that a majority no longer holds: the engine declares the hold lost; what a minority still has of
+    // it is freed (after the undo above, on each master's lane).
+    if (call.reentry && reply.blockedBy === 'not-held') this.freeRemnants(call.lock, call.token, outcomes.map((o) => o?.ok === true && o.value.granted));
     // A split vote (some masters granted, not a majority): two contenders that split the masters would otherwise
     // retry in lockstep and split them again. A random pause of the order of the attempt breaks the tie.
     if (grants.length > 0) await sleep(Math.random() * (elapsed * 2 + 5));
@@ -209,7 +223,12 @@ export class QuorumLockStore implements LockStore {
       },
     );
     const answered = this.answeredOrThrow(outcomes);
-    return holds.map((_, j) => answered.filter((r) => r[j]).length >= q);
+    return holds.map((hold, j) => {
+      if (answered.filter((r) => r[j]).length >= q) return true;
+      // Lost on a majority: the engine tells the holder; what a minority still has of it is freed.
+      this.freeRemnants(hold.lock, hold.token, outcomes.map((o) => o?.ok === true && o.value[j]));
+      return false;
+    });
   }
 
   async extend(lock: LockRef, token: string, ms: number): Promise<boolean> {
@@ -223,7 +242,9 @@ export class QuorumLockStore implements LockStore {
         return yes >= this.quorum || yes + (n - outs.filter(Boolean).length) < this.quorum;
       },
     );
-    return this.answeredOrThrow(outcomes).filter(Boolean).length >= this.quorum;
+    if (this.answeredOrThrow(outcomes).filter(Boolean).length >= this.quorum) return true;
+    this.freeRemnants(lock, token, outcomes.map((o) => o?.ok === true && o.value));
+    return false;
   }
 
   async cancelWait(lock: LockRef, mode: LockMode, waiterId: string): Promise<void> {
@@ -377,6 +398,8 @@ export class QuorumLockStore implements LockStore {
   }
 
   async close(): Promise<void> {
+    // Undos in flight get one command timeout to finish (the leases free what they could not).
+    if (this.tasks.size > 0) await Promise.race([Promise.allSettled([...this.tasks]), sleep(this.options.commandTimeoutMs)]);
     this.closed = true;
     await Promise.all(this.masters.map((m) => m.store.close()));
   }
@@ -461,7 +484,7 @@ export class QuorumLockStore implements LockStore {
    * reports. Retried while the master does not answer, for at most the lease (after that nothing is left to undo).
    */
   private undoOn(master: Master, lane: string, call: AcquireCall, raw: Promise<AcquireReply>): void {
-    void this.inLane(master, lane, async () => {
+    this.background(master, lane, async () => {
       const giveUpAt = performance.now() + call.leaseMs;
       let reply: AcquireReply | undefined = await raw.catch(() => undefined);
       while (!reply && !this.closed && performance.now() < giveUpAt) {
@@ -478,11 +501,35 @@ export class QuorumLockStore implements LockStore {
       this.options.onConnectionError(
         new Error(`could not undo a grant of "${call.lock.key}" on master ${master.label}; its lease frees it within ${call.leaseMs} ms`),
       );
-    }).catch((err: unknown) => this.options.onConnectionError(err));
+    });
+  }
+
+  /** Frees every level of `token`'s hold on the masters flagged in `holding` (a hold a majority no longer has). */
+  private freeRemnants(lock: LockRef, token: string, holding: readonly boolean[]): void {
+    const lane = laneOf(lock, token);
+    holding.forEach((held, i) => {
+      if (!held) return;
+      const m = this.masters[i];
+      this.background(m, lane, async () => {
+        await within(m.store.release(lock, token, undefined), this.masterBound());
+      });
+    });
+  }
+
+  /** Runs `work` on `master`'s lane in the background, tracked for `close`; failures are reported, never thrown. */
+  private background(master: Master, lane: string, work: () => Promise<void>): void {
+    const task = this.inLane(master, lane, work).catch((err: unknown) => this.options.onConnectionError(err));
+    this.tasks.add(task);
+    void task.then(() => this.tasks.delete(task));
+  }
+
+  private forgetAttemptLater(attempt: string, leaseMs: number): void {
+    this.undone.add(attempt);
+    setTimeout(() => this.undone.delete(attempt), leaseMs).unref();
   }
 
   /** The reply of an attempt that a majority answered without granting. */
-  private notGranted(outcomes: readonly (Outcome<AcquireReply> | undefined)[], grants: number): AcquireReply {
+  private notGranted(outcomes: readonly (Outcome<AcquireReply> | undefined)[], grants: number): Extract<AcquireReply, { granted: false }> {
     // How long until each master that answered can grant: 0 for one that did (once undone), its blocking leases for
     // one that did not, at least its quarantine for one that does not count yet. A majority can grant once the
     // q-th shortest of these has passed.
