@@ -5,7 +5,7 @@ import { LockError } from '../errors/lock.error.js';
 import { LockUnavailableError } from '../errors/lock-unavailable.error.js';
 import type { LockOperation, LockUnavailableReason } from '../errors/lock-unavailable.error.js';
 import type { LockHolderInfo, LockInfo, LockMode } from '../types/lock.types.js';
-import type { RedisClient, RedisConnectionInput } from './connection.js';
+import type { RedisConnectionInput } from './connection.js';
 import type {
   AcquireCall,
   AcquireReply,
@@ -119,11 +119,6 @@ export class QuorumLockStore implements LockStore {
     }
   }
 
-  /** The labels (`host:port`) of the masters, in the order given. */
-  get masterLabels(): readonly string[] {
-    return this.masters.map((m) => m.label);
-  }
-
   lock(key: string): LockRef {
     // Every master's store names a lock's keys the same way (same prefix): one ref serves them all.
     return this.masters[0].store.lock(key);
@@ -143,16 +138,19 @@ export class QuorumLockStore implements LockStore {
     // Once a majority granted, the other masters get as long again as the majority took (at least GRACE_MS) to
     // answer as well: when they do, the fencing token is the largest of every grant, as `inspect` reports it.
     let graceUntil: number | undefined;
-    const outcomes = await this.gather(raws, this.masterBound(call.leaseMs), (outs, timedOut) => {
+    let majorityAt: number | undefined;
+    const outcomes = await this.gather(raws, this.masterBound(), (outs, timedOut) => {
       const settled = outs.filter(Boolean).length;
       const answered = outs.filter((o) => o?.ok).length;
       const grants = outs.filter(grantedBy).length;
       if (settled === n || (answered >= q && grants + (n - settled) < q)) return true;
       if (grants < q) return false;
-      graceUntil ??= performance.now() + Math.max(GRACE_MS, performance.now() - sentAt);
+      majorityAt ??= performance.now();
+      graceUntil ??= majorityAt + Math.max(GRACE_MS, majorityAt - sentAt);
       return timedOut(graceUntil);
     });
-    const elapsed = performance.now() - sentAt;
+    // Elapsed from sending to the majority's answers (the grace above does not count against the grant).
+    const elapsed = (majorityAt ?? performance.now()) - sentAt;
     const validity = call.leaseMs - elapsed - (call.leaseMs * DRIFT_FACTOR + DRIFT_MS);
     const grants = outcomes.filter(grantedBy);
     const granted = grants.length >= q && (call.reentry || validity > 0);
@@ -183,10 +181,10 @@ export class QuorumLockStore implements LockStore {
     });
     const answered = outcomes.filter((o) => o?.ok).length;
     if (answered < q) throw this.failureOf(outcomes, answered);
-    const reply = this.notGranted(outcomes, grants.length);
+    const reply = this.notGranted(outcomes, grants.length, elapsed);
     // A re-entry that a majority no longer holds: the engine declares the hold lost; what a minority still has of
     // it is freed (after the undo above, on each master's lane).
-    if (call.reentry && reply.blockedBy === 'not-held') this.freeRemnants(call.lock, call.token, outcomes.map((o) => o?.ok === true && o.value.granted));
+    if (call.reentry && reply.blockedBy === 'not-held') this.freeRemnants(call.lock, call.token, outcomes.map((o) => !o?.ok || o.value.granted));
     // A split vote (some masters granted, not a majority): two contenders that split the masters would otherwise
     // retry in lockstep and split them again. A random pause of the order of the attempt breaks the tie.
     if (grants.length > 0) await sleep(Math.random() * (elapsed * 2 + 5));
@@ -226,7 +224,7 @@ export class QuorumLockStore implements LockStore {
     return holds.map((hold, j) => {
       if (answered.filter((r) => r[j]).length >= q) return true;
       // Lost on a majority: the engine tells the holder; what a minority still has of it is freed.
-      this.freeRemnants(hold.lock, hold.token, outcomes.map((o) => o?.ok === true && o.value[j]));
+      this.freeRemnants(hold.lock, hold.token, outcomes.map((o) => !o?.ok || o.value[j]));
       return false;
     });
   }
@@ -243,7 +241,7 @@ export class QuorumLockStore implements LockStore {
       },
     );
     if (this.answeredOrThrow(outcomes).filter(Boolean).length >= this.quorum) return true;
-    this.freeRemnants(lock, token, outcomes.map((o) => o?.ok === true && o.value));
+    this.freeRemnants(lock, token, outcomes.map((o) => !o?.ok || o.value));
     return false;
   }
 
@@ -404,8 +402,8 @@ export class QuorumLockStore implements LockStore {
     await Promise.all(this.masters.map((m) => m.store.close()));
   }
 
-  /** @internal Whether `master` counts towards a quorum now (the delayed-restart rule). */
-  eligible(master: Master, now = performance.now()): boolean {
+  /** Whether `master` counts towards a quorum now (the delayed-restart rule). */
+  private eligible(master: Master, now = performance.now()): boolean {
     if (master.requiredUptimeMs === 0) return true;
     return master.startedAt !== undefined && now - master.startedAt > master.requiredUptimeMs;
   }
@@ -455,8 +453,12 @@ export class QuorumLockStore implements LockStore {
     if (ms > this.longestLeaseMs) this.longestLeaseMs = ms;
   }
 
-  private masterBound(leaseMs = Number.POSITIVE_INFINITY): number {
-    return Math.max(1, Math.min(this.options.commandTimeoutMs * MASTER_BOUND_FACTOR, leaseMs));
+  /**
+   * How long one master's answer is awaited. Not capped by the lease: an answer that comes after the validity is
+   * still an answer (the attempt is then not granted, and undone), not a failure of the master.
+   */
+  private masterBound(): number {
+    return Math.max(1, this.options.commandTimeoutMs * MASTER_BOUND_FACTOR);
   }
 
   /**
@@ -484,8 +486,9 @@ export class QuorumLockStore implements LockStore {
    * reports. Retried while the master does not answer, for at most the lease (after that nothing is left to undo).
    */
   private undoOn(master: Master, lane: string, call: AcquireCall, raw: Promise<AcquireReply>): void {
+    // Counted from now, not from when the lane is free: undos queued behind others give up within the lease too.
+    const giveUpAt = performance.now() + call.leaseMs;
     this.background(master, lane, async () => {
-      const giveUpAt = performance.now() + call.leaseMs;
       let reply: AcquireReply | undefined = await raw.catch(() => undefined);
       while (!reply && !this.closed && performance.now() < giveUpAt) {
         const o = await within(master.store.acquire(call), this.masterBound());
@@ -504,7 +507,10 @@ export class QuorumLockStore implements LockStore {
     });
   }
 
-  /** Frees every level of `token`'s hold on the masters flagged in `holding` (a hold a majority no longer has). */
+  /**
+   * Frees every level of `token`'s hold on the masters flagged in `holding` (a hold a majority no longer has): those
+   * that said they have it, and those whose answer is not known (still awaited, or failed).
+   */
   private freeRemnants(lock: LockRef, token: string, holding: readonly boolean[]): void {
     const lane = laneOf(lock, token);
     holding.forEach((held, i) => {
@@ -529,7 +535,7 @@ export class QuorumLockStore implements LockStore {
   }
 
   /** The reply of an attempt that a majority answered without granting. */
-  private notGranted(outcomes: readonly (Outcome<AcquireReply> | undefined)[], grants: number): Extract<AcquireReply, { granted: false }> {
+  private notGranted(outcomes: readonly (Outcome<AcquireReply> | undefined)[], grants: number, elapsedMs: number): Extract<AcquireReply, { granted: false }> {
     // How long until each master that answered can grant: 0 for one that did (once undone), its blocking leases for
     // one that did not, at least its quarantine for one that does not count yet. A majority can grant once the
     // q-th shortest of these has passed.
@@ -546,7 +552,8 @@ export class QuorumLockStore implements LockStore {
       blockers.set(o.value.blockedBy, (blockers.get(o.value.blockedBy) ?? 0) + 1);
     });
     waits.sort((a, b) => a - b);
-    const retryInMs = grants >= this.quorum ? 0 : (waits[this.quorum - 1] ?? waits[waits.length - 1] ?? 0);
+    // A majority granted too slowly (past the validity): try again once as long as that attempt took has passed.
+    const retryInMs = grants >= this.quorum ? Math.ceil(elapsedMs) : (waits[this.quorum - 1] ?? waits[waits.length - 1] ?? 0);
     let blockedBy: BlockedBy = 'writer';
     let most = 0;
     for (const [by, count] of blockers) {
@@ -710,9 +717,4 @@ function addressOf(input: unknown): string | undefined {
   if (o.path) return o.path;
   if (o.sentinels) return `sentinel master ${o.name ?? ''}`;
   return address(o.host, o.port);
-}
-
-/** @internal The client of each master, in order (tests read start times and statuses through it). */
-export function quorumClients(store: QuorumLockStore): RedisClient[] {
-  return (store as unknown as { masters: Master[] }).masters.map((m) => m.store.commandConnection);
 }

@@ -229,6 +229,28 @@ describe('quorum over 3 independent masters', () => {
     await held.release().catch(() => undefined);
   }, 30_000);
 
+  it('a majority that grants only after the validity (lease − elapsed − drift) has passed does not count', async () => {
+    await startMasters();
+    const prefix = uniquePrefix('quorum');
+    const a = engine(prefix);
+    await a.withLock('warm-up', () => undefined);
+    // Masters 1 and 2 answer only after about 150 ms: a grant of a 100 ms lease collected that late is worth nothing.
+    const slowMajority = async <T>(call: () => Promise<T>): Promise<T> => {
+      masters[1].pause();
+      masters[2].pause();
+      const result = call();
+      await sleep(150);
+      masters[1].resume();
+      masters[2].resume();
+      return result;
+    };
+    expect(await slowMajority(() => a.tryAcquire('k', { leaseMs: 100 }))).toBeNull();
+    // With a lease long enough for the same delay, the same majority counts.
+    const held = await slowMajority(() => a.tryAcquire('k', { leaseMs: 5_000 }));
+    expect(held).not.toBeNull();
+    await held!.release();
+  }, 30_000);
+
   it('the fencing token is the largest among the grants', async () => {
     await startMasters();
     const prefix = uniquePrefix('quorum');
