@@ -219,8 +219,9 @@ export class LockEngine {
   async forceRelease(key: string): Promise<boolean> {
     const lock = this.store.lock(validateLockKey(key));
     this.throwIfClosed(key);
+    const sentAt = performance.now();
     const held = await this.store.forceRelease(lock);
-    this.keeper.loseAll(key);
+    this.keeper.loseAll(key, sentAt);
     return held;
   }
 
