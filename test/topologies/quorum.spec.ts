@@ -81,6 +81,48 @@ describe('quorum over 3 independent masters', () => {
     return e;
   }
 
+  /** A quorum store over the masters, used directly (no engine), on `prefix`. */
+  function quorumStore(prefix: string): { store: QuorumLockStore; errors: unknown[] } {
+    const errors: unknown[] = [];
+    const store = new QuorumLockStore(
+      masters.map((m) => m.url),
+      {
+        keyPrefix: prefix,
+        identity: { host: 'h', pid: 1, app: 'a' },
+        subscriptionLingerMs: 100,
+        commandTimeoutMs: COMMAND_TIMEOUT_MS,
+        onConnectionError: (err) => errors.push(err),
+        onConnectionState: () => undefined,
+      },
+    );
+    kit.add(() => store.close());
+    kit.watchKeys(prefix, keysOnMasters);
+    return { store, errors };
+  }
+
+  it('wake-ups count as received once subscribed on a majority of the masters, and come from any of them', async () => {
+    await startMasters();
+    const prefix = uniquePrefix('quorum');
+    const { store } = quorumStore(prefix);
+    const lock = store.lock('k');
+    masters[1].pause();
+    masters[2].pause();
+    const wakeUps: unknown[] = [];
+    const subscription = store.listen(lock, (w) => wakeUps.push(w));
+    // Master 0 confirms at once; one master is not enough: a release that reached masters 1 and 2 only would be missed.
+    await sleep(200);
+    expect(store.isListening(lock)).toBe(false);
+    masters[1].resume();
+    await subscription.ready;
+    expect(store.isListening(lock)).toBe(true);
+    masters[2].resume();
+    // A wake-up published on one master alone reaches the listener.
+    await onMaster(masters[2], (c) => c.publish(redisNames(prefix, 'k').channel, 'r'));
+    await until(() => wakeUps.length === 1, 2_000, 'the wake-up');
+    expect(wakeUps).toEqual(['readers']);
+    subscription.stop();
+  }, 30_000);
+
   it('processes on 3 masters exclude each other: 3 processes x 60 read-modify-write increments end at 180, in fencing order', async () => {
     await startMasters();
     const prefix = uniquePrefix('quorum');
@@ -312,20 +354,7 @@ describe('quorum over 3 independent masters', () => {
   it('undoing a re-entry that failed takes back that level alone, never the outer hold; a re-entry a majority refuses frees the rest', async () => {
     await startMasters();
     const prefix = uniquePrefix('quorum');
-    const errors: unknown[] = [];
-    const store = new QuorumLockStore(
-      masters.map((m) => m.url),
-      {
-        keyPrefix: prefix,
-        identity: { host: 'h', pid: 1, app: 'a' },
-        subscriptionLingerMs: 100,
-        commandTimeoutMs: COMMAND_TIMEOUT_MS,
-        onConnectionError: (err) => errors.push(err),
-        onConnectionState: () => undefined,
-      },
-    );
-    kit.add(() => store.close());
-    kit.watchKeys(prefix, keysOnMasters);
+    const { store, errors } = quorumStore(prefix);
     const lock = store.lock('k');
     const names = redisNames(prefix, 'k');
     const call = (seq: number, reentry: boolean): AcquireCall => ({
