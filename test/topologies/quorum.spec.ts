@@ -264,9 +264,8 @@ describe('quorum over 3 independent masters', () => {
     expect(await second.tryAcquire('k', { mode: 'read' })).toBeNull();
     expect(held.isHeld).toBe(true);
 
-    // Once the restarted masters have been up longer than the lease, they count again.
+    // Once the writer's lease has run out and the restarted master has been up longer than it, the lock is free again.
     const next = await second.acquire('k', { waitTimeoutMs: 10_000 });
-    expect(held.isHeld).toBe(false);
     await next.release();
     await held.release().catch(() => undefined);
   }, 30_000);
