@@ -29,6 +29,8 @@ export const DRIFT_MS = 2;
 const MASTER_BOUND_FACTOR = 0.9;
 /** The least time the masters still unanswered get once a majority granted, in milliseconds. */
 const GRACE_MS = 5;
+/** The longest random pause after a split vote, in milliseconds. */
+const SPLIT_PAUSE_MS = 50;
 /** Delay between two attempts of an undo on a master that did not answer, in milliseconds. */
 const UNDO_RETRY_MS = 250;
 
@@ -185,9 +187,10 @@ export class QuorumLockStore implements LockStore {
     // A re-entry that a majority no longer holds: the engine declares the hold lost; what a minority still has of
     // it is freed (after the undo above, on each master's lane).
     if (call.reentry && reply.blockedBy === 'not-held') this.freeRemnants(call.lock, call.token, outcomes.map((o) => !o?.ok || o.value.granted));
-    // A split vote (some masters granted, not a majority): two contenders that split the masters would otherwise
-    // retry in lockstep and split them again. A random pause of the order of the attempt breaks the tie.
-    if (grants.length > 0) await sleep(Math.random() * (elapsed * 2 + 5));
+    // A split vote (some masters granted, not a majority): two waiting contenders that split the masters would
+    // otherwise retry in lockstep and split them again. A short random pause (of the order of the attempt, at most
+    // SPLIT_PAUSE_MS) breaks the tie. A `tryAcquire` (no waiter) does not retry: no pause.
+    if (grants.length > 0 && call.waiterId !== '') await sleep(Math.random() * Math.min(elapsed * 2 + 5, SPLIT_PAUSE_MS));
     return reply;
   }
 
