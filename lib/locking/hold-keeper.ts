@@ -153,9 +153,15 @@ export class HoldKeeper implements HoldReleaser {
     for (const hold of this.watchdog.list()) if (hold.key === key && hold.token === token) this.end(hold);
   }
 
-  /** Declares every local hold on `key` lost (it was force-released). */
-  loseAll(key: string): void {
-    for (const hold of this.watchdog.list()) if (hold.key === key) this.markLost(hold, 'not-in-redis');
+  /**
+   * Declares every local hold on `key` lost (it was force-released). Only holds whose acquisition was sent before
+   * the forced release (`sentBefore`, performance.now()): an acquisition sent after it is granted only once the
+   * forced release was applied (a waiter it woke; in quorum mode, on the masters that had applied it while a slower
+   * one had not yet), so it is a new, valid hold (should it have been overtaken by the forced release all the same,
+   * its next renewal finds it gone).
+   */
+  loseAll(key: string, sentBefore = Number.POSITIVE_INFINITY): void {
+    for (const hold of this.watchdog.list()) if (hold.key === key && hold.sentAt < sentBefore) this.markLost(hold, 'not-in-redis');
   }
 
   /** Shutdown: stops renewing and releases every hold still kept, all levels at once. Never rejects. */

@@ -101,7 +101,8 @@ export class Hold {
     readonly fencingToken: number,
     public leaseMs: number,
     readonly autoExtend: boolean,
-    sentAt: number,
+    /** When the acquisition that granted the hold was sent (performance.now()). */
+    readonly sentAt: number,
   ) {
     this.validUntil = sentAt + leaseMs;
     this.nextRenewAt = sentAt + leaseMs / 3;

@@ -7,6 +7,7 @@ import { BoundedLockStore } from '../redis/bounded-lock-store.js';
 import type { RedisConnectionInput } from '../redis/connection.js';
 import { validateLockKey } from '../redis/key-layout.js';
 import type { ConnectionStateChange, LockStore, LockStoreFactory, ReplicaWaitSettings } from '../redis/lock-store.js';
+import { QuorumLockStore } from '../redis/quorum-lock-store.js';
 import { RedisLockStore } from '../redis/redis-lock-store.js';
 import type { AcquireOptions, LockHandle, LockInfo, LockPing } from '../types/lock.types.js';
 import { Acquirer } from './acquisition.js';
@@ -23,8 +24,11 @@ import { WaitingRoom } from './waiting.js';
 
 /** Options of a `LockEngine`: the connection plus the engine settings (all optional but `redis`). */
 export interface LockEngineOptions extends Partial<LockEngineSettings> {
-  /** A redis:// URL, ioredis `RedisOptions`, or an ioredis `Redis` / `Cluster` the application owns. */
-  readonly redis: RedisConnectionInput;
+  /**
+   * A redis:// URL, ioredis `RedisOptions`, or an ioredis `Redis` / `Cluster` the application owns. Or an array of
+   * 3 or more (odd) of them (no `Cluster`), each an independent master: quorum mode (see the README).
+   */
+  readonly redis: RedisConnectionInput | readonly RedisConnectionInput[];
   /** Where the engine writes warnings. Default: `console`, for warnings and errors only. */
   readonly logger?: LockLogger;
 }
@@ -93,7 +97,11 @@ export class LockEngine {
       onConnectionError: (err: unknown) => this.logger.warn(`Redis error: ${errorText(err)}`),
       onConnectionState: (change: ConnectionStateChange) => this.connectionChanged(change),
     };
-    const inner = store ? store(context) : new RedisLockStore(options.redis, context);
+    const inner = store
+      ? store(context)
+      : isQuorum(options.redis)
+        ? new QuorumLockStore(options.redis, context)
+        : new RedisLockStore(options.redis, context);
     this.store = new BoundedLockStore(inner, this.settings.commandTimeoutMs);
     this.leftovers = new Leftovers(this.store, this.logger);
     this.keeper = new HoldKeeper(this.store, this.events, this.logger, this.leftovers, this.settings.commandTimeoutMs);
@@ -218,8 +226,9 @@ export class LockEngine {
   async forceRelease(key: string): Promise<boolean> {
     const lock = this.store.lock(validateLockKey(key));
     this.throwIfClosed(key);
+    const sentAt = performance.now();
     const held = await this.store.forceRelease(lock);
-    this.keeper.loseAll(key);
+    this.keeper.loseAll(key, sentAt);
     return held;
   }
 
@@ -347,6 +356,10 @@ export class LockEngine {
       );
     });
   }
+}
+
+function isQuorum(redis: LockEngineOptions['redis']): redis is readonly RedisConnectionInput[] {
+  return Array.isArray(redis);
 }
 
 /** Every key of `input`, checked (holes in an array are checked as `undefined`, so they are rejected). */

@@ -106,6 +106,12 @@ export interface AcquireCall {
   readonly leaseMs: number;
   /** The owner's next operation number: a command re-sent with a number the store has seen applies once. */
   readonly seq: number;
+  /**
+   * A second operation number, reserved for this attempt right after `seq` (so it orders after `seq` and before any
+   * later command of the owner): a store that must undo part of the attempt itself (the quorum store undoing the
+   * grants of a minority of masters) releases one level with it. A store that never undoes ignores it.
+   */
+  readonly undoSeq: number;
   /** Readable owner id, recorded with the hold. */
   readonly ownerId: string;
   /** The write token this owner holds on the same lock, or `''`: lets a write owner take the read lock. */

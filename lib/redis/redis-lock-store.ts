@@ -81,6 +81,11 @@ export class RedisLockStore implements LockStore {
     }
   }
 
+  /** @internal The connection scripts run on (the quorum store learns each master's start time on it). */
+  get commandConnection(): RedisClient {
+    return this.client;
+  }
+
   lock(key: string): LockKeys {
     let names = this.names.get(key);
     if (!names) {

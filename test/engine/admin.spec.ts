@@ -123,6 +123,7 @@ describe('release by token, forced release, retried commands', () => {
           token: outer.token,
           leaseMs: 30_000,
           seq: seq + 1,
+          undoSeq: seq + 2,
           ownerId: 'owner',
           downgradeToken: '',
           waiterId: '',

@@ -4,15 +4,22 @@ import { MemoryLockWorld } from '../../lib/testing/memory-lock-world.js';
 import { LockTestKit, uniquePrefix } from '../support/lock-test-kit.js';
 import type { MemoryLogger } from '../support/lock-test-kit.js';
 import { RedisCluster } from '../support/topologies.js';
+import { RedisProcess } from '../support/faults.js';
+import { Redis } from 'ioredis';
+import { keysUnder } from '../support/redis.js';
 
 /**
- * Where the locks of a semantic test live: the real Redis store, the memory store, or the Redis store on a real
- * 3-master Redis Cluster (engines given an ioredis `Cluster` client each).
+ * Where the locks of a semantic test live: the real Redis store, the memory store, the Redis store on a real
+ * 3-master Redis Cluster (engines given an ioredis `Cluster` client each), or quorum mode over 3 independent
+ * redis-servers (engines given the 3 URLs).
  */
-export type StoreKind = 'redis' | 'memory' | 'cluster';
+export type StoreKind = 'redis' | 'memory' | 'cluster' | 'quorum';
 
-/** Every semantic test runs once per kind, so neither the memory store nor a Cluster can drift from the Lua scripts. */
-export const STORE_KINDS: readonly StoreKind[] = ['redis', 'memory', 'cluster'];
+/**
+ * Every semantic test runs once per kind, so neither the memory store, a Cluster nor quorum mode can drift from the
+ * Lua scripts' semantics.
+ */
+export const STORE_KINDS: readonly StoreKind[] = ['redis', 'memory', 'cluster', 'quorum'];
 
 /** Engine options a test may set (the store decides the connection). */
 export type EngineOptions = Partial<Omit<LockEngineOptions, 'redis'>>;
@@ -27,11 +34,16 @@ export class LockWorlds {
   private prefix = uniquePrefix('semantics');
   private world = new MemoryLockWorld();
   private readonly cluster: ClusterOfBlock | undefined;
+  private readonly masters: MastersOfBlock | undefined;
   private clusterEngines = 0;
 
-  /** Call it in a `describe` block: for the cluster kind it starts the block's Cluster before its first test. */
+  /**
+   * Call it in a `describe` block: for the cluster kind it starts the block's Cluster, for the quorum kind the
+   * block's 3 masters, before its first test.
+   */
   constructor(readonly kind: StoreKind) {
     if (kind === 'cluster') this.cluster = new ClusterOfBlock();
+    if (kind === 'quorum') this.masters = new MastersOfBlock();
   }
 
   get logger(): MemoryLogger {
@@ -48,6 +60,11 @@ export class LockWorlds {
       this.kit.add(() => cluster.close(client)); // closed after the engine, which leaves a client it was given open
       const engine = this.kit.engine({ ...all, redis: client });
       this.kit.watchKeys(engine.settings.keyPrefix, cluster.keysUnder);
+      return engine;
+    }
+    if (this.masters) {
+      const engine = this.kit.engine({ ...all, redis: this.masters.urls });
+      this.kit.watchKeys(engine.settings.keyPrefix, this.masters.keysUnder);
       return engine;
     }
     return this.kind === 'redis' ? this.kit.engine(all) : this.kit.memoryEngine(this.world, all);
@@ -91,6 +108,37 @@ class ClusterOfBlock {
   async scriptCallsInTest(): Promise<number> {
     return (await this.cluster.scriptCalls()) - this.callsBefore;
   }
+}
+
+/** Three independent redis-servers for the `describe` block that makes this (the quorum kind's block). */
+class MastersOfBlock {
+  private started: RedisProcess[] = [];
+
+  constructor() {
+    beforeAll(async () => {
+      this.started = await Promise.all([RedisProcess.start(), RedisProcess.start(), RedisProcess.start()]);
+    }, 30_000);
+    afterAll(() => Promise.all(this.started.map((r) => r.dispose())));
+  }
+
+  get urls(): string[] {
+    if (this.started.length === 0) throw new Error('the masters of this describe block did not start (see its beforeAll)');
+    return this.started.map((r) => r.url);
+  }
+
+  /** The keys under `prefix` on every master (what the keys-left-behind check lists). */
+  readonly keysUnder = async (prefix: string): Promise<string[]> => {
+    const found: string[] = [];
+    for (const url of this.urls) {
+      const client = new Redis(url, { maxRetriesPerRequest: 2 });
+      try {
+        found.push(...(await keysUnder(client, prefix)).map((k) => `${url} ${k}`));
+      } finally {
+        client.disconnect();
+      }
+    }
+    return found;
+  };
 }
 
 /** A counter read and written with an await in between, as a GET then SET on a remote store would be. */
