@@ -69,7 +69,8 @@ describe.each(STORE_KINDS)('leases, fencing and administration (%s store)', (kin
     const owner = a.withLock(
       'k',
       async (write) => {
-        const read = await a.acquire('k', { mode: 'read', leaseMs: 150 });
+        // A lease that outlives the test's waits on its own: it must not depend on the watchdog keeping up under load.
+        const read = await a.acquire('k', { mode: 'read', leaseMs: 5_000 });
         await abortedWithin(write.signal, 1_000);
         writeLost.resolve();
         await checked.promise;
