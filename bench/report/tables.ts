@@ -188,7 +188,7 @@ export function renderTables(r: BenchResults): string {
       ),
     );
     const missing = t.rows.filter((x) => !x.available);
-    if (missing.length > 0) out.push(missing.map((x) => `${x.label}: not available in this build (${x.unavailable ?? 'refused'}).`).join(' '));
+    if (missing.length > 0) out.push(missing.map((x) => `${x.label}: ${x.unavailable ?? 'not available'}.`).join(' '));
   }
 
   if (r.scale) {

@@ -6,7 +6,7 @@ import { isHousekeeping, perUnit, totalOf } from '../support/redis-stats.js';
 import type { CommandCounts } from '../support/redis-stats.js';
 import { runCycles } from '../support/cycles.js';
 import { Samples, collectGarbage, median, orderFor } from '../support/samples.js';
-import { TOPOLOGY_IDS, commandStats, resetStats, startTopology } from '../support/topologies.js';
+import { TOPOLOGY_IDS, TOPOLOGY_LABELS, commandStats, resetStats, startTopology } from '../support/topologies.js';
 import type { BenchTopology, EngineConnection, TopologyId } from '../support/topologies.js';
 import { runRound } from './handoff.scenario.js';
 import type { RoundResult } from './handoff.scenario.js';
@@ -69,9 +69,9 @@ export interface TopologyRow {
   readonly id: TopologyId;
   readonly label: string;
   readonly settings: string;
-  /** False when this build of the library refuses the topology (e.g. quorum before it exists). */
+  /** False when this build of the library refuses the topology (e.g. quorum before it exists), or it did not start. */
   readonly available: boolean;
-  /** Why not, when not available: the engine's error message. */
+  /** Why not, when not available: the engine's error message, or why the topology could not be started. */
   readonly unavailable?: string;
   /** Redis processes, replicas included. */
   readonly nodes: number;
@@ -130,16 +130,25 @@ export async function runTopologies(config: BenchConfig, log: Log): Promise<Topo
   const c = config.topologies;
   const { waiters, holdMs } = config.handoff;
   const started: BenchTopology[] = [];
-  const unavailable = new Map<TopologyId, { topology: BenchTopology; reason: string }>();
+  const unavailable = new Map<TopologyId, string>();
+  const failedToStart: { id: TopologyId; reason: string }[] = [];
   try {
     for (const id of TOPOLOGY_IDS) {
-      const topology = await startTopology(id);
+      let topology: BenchTopology;
+      try {
+        topology = await startTopology(id);
+      } catch (err) {
+        // E.g. no redis-cli for the Cluster: the row says why, the other topologies are still measured.
+        failedToStart.push({ id, reason: `could not be started: ${(err as Error).message.split('\n')[0]}` });
+        log(`topologies: ${id} could not be started: ${(err as Error).message}`);
+        continue;
+      }
       started.push(topology);
       try {
         await TopologyEngine.open(topology, 'bench:probe:').close();
       } catch (err) {
         if (!(err instanceof LockConfigError)) throw err;
-        unavailable.set(id, { topology, reason: err.message });
+        unavailable.set(id, `not available in this build: ${err.message}`);
         await topology.dispose();
         log(`topologies: ${id} not available: ${err.message}`);
         continue;
@@ -199,16 +208,17 @@ export async function runTopologies(config: BenchConfig, log: Log): Promise<Topo
     const single = live.find((t) => t.topology.id === 'single');
     const rateOf = (t: Live | undefined, workers: number) => (t ? median(t.runs.get(workers)!) : Number.NaN);
     const rows: TopologyRow[] = [];
-    for (const topology of started) {
-      const t = live.find((x) => x.topology === topology);
-      if (!t) {
+    for (const id of TOPOLOGY_IDS) {
+      const topology = started.find((x) => x.id === id);
+      const t = live.find((x) => x.topology.id === id);
+      if (!topology || !t) {
         rows.push({
-          id: topology.id,
-          label: topology.label,
-          settings: topology.settings,
+          id,
+          label: topology?.label ?? TOPOLOGY_LABELS[id],
+          settings: topology?.settings ?? '',
           available: false,
-          unavailable: unavailable.get(topology.id)?.reason,
-          nodes: topology.nodes.length,
+          unavailable: unavailable.get(id) ?? failedToStart.find((x) => x.id === id)?.reason,
+          nodes: topology?.nodes.length ?? 0,
           rates: [],
           commandsPerCycle: Number.NaN,
           commandsByCommand: {},
@@ -216,10 +226,10 @@ export async function runTopologies(config: BenchConfig, log: Log): Promise<Topo
         });
         continue;
       }
-      const counts = commands.get(topology.id)!;
+      const counts = commands.get(id)!;
       const [p50Ms, p99Ms] = t.handoffs.percentiles([50, 99]);
       rows.push({
-        id: topology.id,
+        id,
         label: topology.label,
         settings: topology.settings,
         available: true,

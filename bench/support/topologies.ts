@@ -109,7 +109,7 @@ async function startSingle(nodes: Nodes): Promise<BenchTopology> {
   const node = await nodes.server('single');
   return {
     id: 'single',
-    label: 'single redis-server',
+    label: TOPOLOGY_LABELS['single'],
     settings: 'one redis-server; the library defaults',
     nodes: [node],
     connect: () => standalone(url(node)),
@@ -130,7 +130,7 @@ async function startSingleWait(nodes: Nodes): Promise<BenchTopology> {
   );
   return {
     id: 'single-wait',
-    label: 'single + waitForReplicas',
+    label: TOPOLOGY_LABELS['single-wait'],
     settings: 'a master with one replica; waitForReplicas { replicas: 1 } (WAIT 1, timeout 1000 ms)',
     nodes: [master, replica],
     connect: () => ({ options: { redis: url(master), waitForReplicas: { replicas: 1 } }, close: async () => undefined }),
@@ -143,7 +143,7 @@ async function startCluster(nodes: Nodes): Promise<BenchTopology> {
   const list = await startClusterNodes(redisServer(), nodes.dir, {}, nodes.track);
   return {
     id: 'cluster',
-    label: 'Redis Cluster, 3 masters',
+    label: TOPOLOGY_LABELS['cluster'],
     settings: '3 masters (no replicas), an ioredis Cluster client per engine; the library defaults',
     nodes: list,
     connect: () => {
@@ -159,7 +159,7 @@ async function startQuorum(nodes: Nodes): Promise<BenchTopology> {
   const list = [await nodes.server('quorum node'), await nodes.server('quorum node'), await nodes.server('quorum node')];
   return {
     id: 'quorum',
-    label: 'quorum, 3 independent masters',
+    label: TOPOLOGY_LABELS['quorum'],
     settings: '3 independent redis-servers, redis: [a, b, c]; the library defaults',
     nodes: list,
     // The option takes an array only where quorum mode exists: elsewhere the engine refuses it (LockConfigError).
@@ -176,6 +176,13 @@ const STARTERS: Record<TopologyId, (nodes: Nodes) => Promise<BenchTopology>> = {
 };
 
 export const TOPOLOGY_IDS: readonly TopologyId[] = ['single', 'single-wait', 'cluster', 'quorum'];
+
+export const TOPOLOGY_LABELS: Record<TopologyId, string> = {
+  single: 'single redis-server',
+  'single-wait': 'single + waitForReplicas',
+  cluster: 'Redis Cluster, 3 masters',
+  quorum: 'quorum, 3 independent masters',
+};
 
 /** Starts topology `id`; on failure whatever was started is torn down before the error is thrown. */
 export async function startTopology(id: TopologyId): Promise<BenchTopology> {
