@@ -11,6 +11,17 @@ export interface BenchConfig {
   readonly readWrite: { readonly workers: number; readonly warmupMs: number; readonly durationMs: number };
   readonly watchdog: { readonly locks: number; readonly shortLeaseMs: number; readonly shortWindowMs: number; readonly measureDefaultLease: boolean; readonly defaultWindowMs: number };
   readonly http: { readonly connections: number; readonly warmupS: number; readonly durationS: number; readonly articles: number };
+  /** The library on several topologies; handoff rounds use `handoff.waiters` and `handoff.holdMs`. */
+  readonly topologies: {
+    readonly warmupMs: number;
+    readonly durationMs: number;
+    readonly workers: readonly number[];
+    readonly commandCycles: number;
+    readonly handoffWarmupRounds: number;
+    readonly handoffMinRounds: number;
+    readonly handoffMaxRounds: number;
+    readonly handoffBudgetMs: number;
+  };
   /** Opt-in (`--only=scale`, several minutes): many locks held by one process. */
   readonly scale: {
     readonly shortLocks: number;
@@ -21,7 +32,7 @@ export interface BenchConfig {
   };
 }
 
-export const SCENARIOS = ['uncontended', 'handoff', 'commands', 'read-write', 'watchdog', 'http', 'scale'] as const;
+export const SCENARIOS = ['uncontended', 'handoff', 'commands', 'read-write', 'watchdog', 'http', 'topologies', 'scale'] as const;
 /** Scenarios that run only when named in `--only` (they take minutes). */
 const OPT_IN: readonly ScenarioId[] = ['scale'];
 export type ScenarioId = (typeof SCENARIOS)[number];
@@ -45,6 +56,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Ben
       readWrite: { workers: 50, warmupMs: 200, durationMs: 500 },
       watchdog: { locks: 10_000, shortLeaseMs: 3_000, shortWindowMs: 2_100, measureDefaultLease: false, defaultWindowMs: 0 },
       http: { connections: 50, warmupS: 1, durationS: 2, articles: 10_000 },
+      topologies: { warmupMs: 200, durationMs: 500, workers: [1, 10], commandCycles: 200, handoffWarmupRounds: 1, handoffMinRounds: 2, handoffMaxRounds: 5, handoffBudgetMs: 300 },
       scale: { shortLocks: 20_000, shortLeaseMs: 3_000, shortHoldMs: 5_000, defaultCounts: [20_000], defaultHoldMs: 2_000 },
     };
   }
@@ -58,6 +70,8 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Ben
     readWrite: { workers: 50, warmupMs: 1_000, durationMs: 3_000 },
     watchdog: { locks: 10_000, shortLeaseMs: 3_000, shortWindowMs: 6_100, measureDefaultLease: true, defaultWindowMs: 20_500 },
     http: { connections: 50, warmupS: 1, durationS: 5, articles: 10_000 },
+    // Every topology runs every repetition (3 now, 4 with quorum): about 6 s each per repetition, under 90 s in all.
+    topologies: { warmupMs: 500, durationMs: 2_000, workers: [1, 10], commandCycles: 1_000, handoffWarmupRounds: 2, handoffMinRounds: 5, handoffMaxRounds: 40, handoffBudgetMs: 1_200 },
     // The default lease is 30 s: each count is held for longer than one lease, so every hold is renewed. (400,000
     // exhausted the bench process's default 4.3 GB V8 heap in a run before the single-holder form; 300,000 used
     // 846 MB of RSS at 68f58df.)

@@ -17,6 +17,7 @@ import { runReadWrite } from './scenarios/read-write.scenario.js';
 import { runUncontended } from './scenarios/uncontended.scenario.js';
 import { runWatchdog } from './scenarios/watchdog.scenario.js';
 import { runScale } from './scenarios/scale.scenario.js';
+import { runTopologies } from './scenarios/topologies.scenario.js';
 import { makeLog } from './support/log.js';
 import { currentLoad, libraryRevision, machineInfo } from './support/machine.js';
 import { RedisStats } from './support/redis-stats.js';
@@ -63,6 +64,7 @@ async function main(): Promise<void> {
     if (selected(config, 'read-write')) results.readWrite = await runReadWrite(config, url, stats, log);
     if (selected(config, 'watchdog')) results.watchdog = await runWatchdog(config, url, stats, log);
     if (selected(config, 'http')) results.http = await runHttp(config, url, stats, log);
+    if (selected(config, 'topologies')) results.topologies = await runTopologies(config, log);
     if (selected(config, 'scale')) results.scale = await runScale(config, url, stats, log);
   } finally {
     await stats.close();

@@ -6,6 +6,7 @@ import type { ReadWriteResult } from './scenarios/read-write.scenario.js';
 import type { UncontendedResult } from './scenarios/uncontended.scenario.js';
 import type { WatchdogResult } from './scenarios/watchdog.scenario.js';
 import type { ScaleResult } from './scenarios/scale.scenario.js';
+import type { TopologiesResult } from './scenarios/topologies.scenario.js';
 import type { MachineInfo } from './support/machine.js';
 
 /** Everything one run measured: what `latest.json` holds. */
@@ -25,6 +26,7 @@ export interface BenchResults {
   watchdog?: WatchdogResult;
   scale?: ScaleResult;
   http?: HttpResult;
+  topologies?: TopologiesResult;
   targets?: readonly TargetResult[];
 }
 

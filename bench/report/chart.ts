@@ -58,6 +58,19 @@ export async function renderChart(r: BenchResults): Promise<string> {
     ]);
     panels.push(groupedBars('3. Redis commands per acquisition, INFO commandstats (log; lower is better)', values, 'commands', true, order));
   }
+  if (r.topologies) {
+    const rows = r.topologies.rows.filter((x) => x.available);
+    const order = rows.map((x) => x.id);
+    const rates = rows.flatMap((x) =>
+      x.rates.map((q) => ({ contender: x.id, series: `${q.workers} worker${q.workers > 1 ? 's' : ''}`, value: Math.round(q.cyclesPerSec) })),
+    );
+    panels.push(groupedBars('7. Topologies: LockEngine uncontended cycles/s (higher is better)', rates, 'cycles/s', false, order));
+    const handoffs = rows.flatMap((x) => [
+      { contender: x.id, series: 'handoff p50', value: x.handoff.p50Ms },
+      { contender: x.id, series: 'handoff p99', value: x.handoff.p99Ms },
+    ]);
+    panels.push(groupedBars(`7. Topologies: handoff latency, ${r.topologies.waiters} waiters on one key (ms, log; lower is better)`, handoffs, 'ms', true, order));
+  }
   if (r.targets?.length) {
     const values = r.targets.map((t) => ({
       target: `${t.scenario.replace(/^\d+ /, '')}: ${t.target}`.slice(0, 90),

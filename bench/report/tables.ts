@@ -155,9 +155,45 @@ export function renderTables(r: BenchResults): string {
     );
   }
 
+  if (r.topologies) {
+    const t = r.topologies;
+    out.push(`### 7. Topologies: this library's LockEngine on each, started on loopback by the scenario`);
+    out.push(
+      `Uncontended cycles on distinct keys at ${t.workers.join(' and ')} worker(s) (× single: the rate over the single redis-server's); ` +
+        `commands per cycle = INFO commandstats summed over every node, replicas included, over ${fmt.int(t.commandCycles)} sequential cycles; ` +
+        `handoff = ${t.waiters} waiters on one key, each holding it ${t.holdMs} ms, as in scenario 2.`,
+    );
+    const rate = (x: (typeof t.rows)[number], workers: number) => x.rates.find((q) => q.workers === workers);
+    out.push(
+      table(
+        ['topology', 'nodes', ...t.workers.flatMap((w) => [`${w}w cycles/s`, `${w}w × single`, `${w}w p99 ms`]), 'commands/cycle', 'by command', 'handoff p50 ms', 'p99 ms', 'drain / held', 'overlaps'],
+        t.rows.map((x) =>
+          x.available
+            ? [
+                x.label,
+                String(x.nodes),
+                ...t.workers.flatMap((w) => {
+                  const q = rate(x, w);
+                  return q ? [fmt.int(q.cyclesPerSec), fmt.ratio(q.ratioToSingle), fmt.ms(q.p99Ms)] : ['–', '–', '–'];
+                }),
+                fmt.num(x.commandsPerCycle),
+                breakdown(x.commandsByCommand, 5),
+                fmt.ms(x.handoff.p50Ms),
+                fmt.ms(x.handoff.p99Ms),
+                fmt.ratio(x.handoff.drainToHolds),
+                String(x.handoff.overlaps),
+              ]
+            : [x.label, String(x.nodes), ...t.workers.flatMap(() => ['not available', '–', '–']), '–', '–', '–', '–', '–', '–'],
+        ),
+      ),
+    );
+    const missing = t.rows.filter((x) => !x.available);
+    if (missing.length > 0) out.push(missing.map((x) => `${x.label}: ${x.unavailable ?? 'not available'}.`).join(' '));
+  }
+
   if (r.scale) {
     const sc = r.scale;
-    out.push(`### 7. Scale: many locks held by one process, then released all at once (opt-in: \`--only=scale\`)`);
+    out.push(`### 8. Scale: many locks held by one process, then released all at once (opt-in: \`--only=scale\`)`);
     out.push(
       table(
         ['locks', 'lease', 'held s', 'acquire s', 'lost while held', 'release s', 'release() false', 'lost on release', 'keys left', 'behind warnings', 'renewal failures', 'Node CPU', 'Redis CPU', 'RSS MB'],

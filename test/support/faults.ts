@@ -4,19 +4,19 @@
 import { execFile, spawn, spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { ensureRedisServer, startRedisServer } from '../../tools/redis-server.mjs';
 import type { RedisServerProcess } from '../../tools/redis-server.mjs';
+import { answersPing, sleep } from './redis-nodes.js';
 
 /** Where a fault's cleanup is registered, e.g. a `LockTestKit` (`closeAll` runs it) or a list of your own. */
 export interface FaultResources {
   add(closer: () => Promise<unknown>): void;
 }
 
-export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+export { answersPing, sleep };
 
 /** Keeps the event loop busy (no timer, I/O or promise callback runs) for `ms` milliseconds. */
 export function blockEventLoop(ms: number): void {
@@ -24,26 +24,6 @@ export function blockEventLoop(ms: number): void {
   while (performance.now() < end) {
     // busy
   }
-}
-
-/** Whether a redis-server at `host:port` answers PING within `timeoutMs` (one fresh connection, no retries). */
-export function answersPing(host: string, port: number, timeoutMs = 500): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host, port });
-    let reply = '';
-    const done = (ok: boolean) => {
-      clearTimeout(timer);
-      socket.destroy();
-      resolve(ok);
-    };
-    const timer = setTimeout(() => done(false), timeoutMs);
-    socket.on('connect', () => socket.write('PING\r\n'));
-    socket.on('data', (chunk) => {
-      reply += chunk.toString();
-      if (reply.includes('\r\n')) done(reply.startsWith('+PONG'));
-    });
-    socket.on('error', () => done(false));
-  });
 }
 
 /** Polls `answersPing` until it succeeds; throws after `withinMs`, or at once when `exited()` says the server died. */

@@ -1,37 +1,22 @@
 // Real Redis topologies for tests, from the same binaries as the standalone test Redis: a 3-master Redis Cluster, and
 // a Sentinel set (1 master, 1 replica, 3 sentinels) whose master can be killed to provoke a failover. Nothing here
 // mocks Redis: every node is a real process on a free loopback port, started without persistence in a temp dir.
-import { execFile, spawn, spawnSync } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { Cluster, Redis } from 'ioredis';
 import type { ClusterOptions, RedisOptions } from 'ioredis';
-import { findRedisServer, freePort } from '../../tools/redis-server.mjs';
-import { answersPing, killNow, onExit, sleep } from './faults.js';
+import { findRedisServer } from '../../tools/redis-server.mjs';
+import { killNow, onExit } from './faults.js';
 import type { FaultResources } from './faults.js';
 import { keysUnder } from './redis.js';
+import { HOST, NodeProcess, closeClient, command, freePorts, poll, run, startClusterNodes, which } from './redis-nodes.js';
+import type { NodeAddress } from './redis-nodes.js';
 
-/** A node's loopback address. */
-export interface NodeAddress {
-  readonly host: string;
-  readonly port: number;
-}
+export type { NodeAddress } from './redis-nodes.js';
 
-const HOST = '127.0.0.1';
-
-// ---------------------------------------------------------------------------------------------------------------
-// Processes: spawned unref'd (a forgotten topology must not keep the test process alive), with the tail of their
-// output kept for error messages, and killed by a process-exit hook if nobody disposed them.
-// ---------------------------------------------------------------------------------------------------------------
-
-function which(name: string): string | null {
-  const found = spawnSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8' });
-  const path = found.stdout.trim();
-  return found.status === 0 && path ? path : null;
-}
+// The processes (spawned unref'd, output tail kept for errors), the one-shot commands and the cluster start-up live
+// in ./redis-nodes.ts, which the bench shares; here they are killed by a process-exit hook if nobody disposed them.
 
 /** How to start a sentinel: Debian's `redis-sentinel`, else `redis-server --sentinel` (the same program). */
 function sentinelCommand(): { readonly bin: string; readonly extra: readonly string[] } | null {
@@ -39,125 +24,6 @@ function sentinelCommand(): { readonly bin: string; readonly extra: readonly str
   if (sentinel) return { bin: sentinel, extra: [] };
   const server = findRedisServer();
   return server ? { bin: server, extra: ['--sentinel'] } : null;
-}
-
-function run(cmd: string, args: readonly string[], timeoutMs = 20_000): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile(cmd, args, { encoding: 'utf8', timeout: timeoutMs }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`${cmd} ${args.join(' ')} failed: ${(stderr || stdout).trim() || err.message}`));
-      else resolve(stdout);
-    });
-  });
-}
-
-/** One redis-server (or sentinel) process of a topology. */
-class NodeProcess {
-  private output = '';
-
-  private constructor(
-    readonly role: string,
-    readonly port: number,
-    private readonly child: ChildProcess,
-  ) {
-    const keep = (chunk: Buffer) => {
-      this.output = (this.output + chunk.toString()).slice(-4_000);
-    };
-    child.stdout?.on('data', keep);
-    child.stderr?.on('data', keep);
-    child.unref();
-    for (const stream of [child.stdout, child.stderr]) (stream as unknown as { unref?: () => void } | null)?.unref?.();
-  }
-
-  /** Spawns `bin args` and resolves once it answers PING on `port`. */
-  static async start(role: string, port: number, bin: string, args: readonly string[], track: (node: NodeProcess) => void): Promise<NodeProcess> {
-    const node = new NodeProcess(role, port, spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] }));
-    track(node);
-    const deadline = performance.now() + 10_000;
-    for (;;) {
-      if (node.exited) throw new Error(`${role} on port ${port} exited (${node.child.exitCode ?? node.child.signalCode}):\n${node.output}`);
-      if (await answersPing(HOST, port, 200)) return node;
-      if (performance.now() > deadline) throw new Error(`${role} on port ${port} did not answer PING within 10 s:\n${node.output}`);
-      await sleep(10);
-    }
-  }
-
-  get pid(): number | undefined {
-    return this.child.pid;
-  }
-
-  get exited(): boolean {
-    return this.child.exitCode !== null || this.child.signalCode !== null;
-  }
-
-  /** SIGKILL; resolves once the process is gone. */
-  async kill(): Promise<void> {
-    if (this.exited) return;
-    const gone = new Promise<void>((resolve) => this.child.once('exit', () => resolve()));
-    // Awaited: the child must keep the event loop alive until its exit is seen.
-    this.child.ref();
-    this.child.kill('SIGKILL');
-    await gone;
-  }
-}
-
-/** `count` distinct free loopback ports. */
-async function freePorts(count: number): Promise<number[]> {
-  const ports = new Set<number>();
-  while (ports.size < count) ports.add(await freePort());
-  return [...ports];
-}
-
-/** One command on a fresh connection to `port` (no retries, no offline queue), then closed. */
-async function command(port: number, args: readonly (string | number)[], timeoutMs = 2_000): Promise<unknown> {
-  const client = new Redis({
-    host: HOST,
-    port,
-    lazyConnect: true,
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-    connectTimeout: timeoutMs,
-    commandTimeout: timeoutMs,
-  });
-  client.on('error', () => {
-    // reported through the command's rejection
-  });
-  try {
-    await client.connect();
-    const [name, ...rest] = args;
-    return await client.call(String(name), ...rest);
-  } finally {
-    client.disconnect();
-  }
-}
-
-/** Polls `check` every 50 ms until it returns a value other than `undefined`; throws after `timeoutMs`. */
-async function poll<T>(what: string, timeoutMs: number, check: () => Promise<T | undefined>): Promise<T> {
-  const deadline = performance.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value !== undefined) return value;
-    } catch (err) {
-      last = err;
-    }
-    if (performance.now() > deadline) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`);
-    }
-    await sleep(50);
-  }
-}
-
-/** Closes an ioredis client: QUIT bounded by one second, then disconnect. Never rejects. */
-async function closeClient(client: Redis | Cluster): Promise<void> {
-  if (client.status === 'end') return;
-  if (client.status === 'ready') {
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([client.quit().catch(() => undefined), new Promise((r) => (timer = setTimeout(r, 1_000)))]);
-    clearTimeout(timer);
-  }
-  if ((client.status as string) !== 'end') client.disconnect();
 }
 
 /** Shared base: the processes and temp dir of one topology, and their cleanup (dispose, or process exit). */
@@ -246,42 +112,10 @@ export class RedisCluster extends Topology {
   }
 
   private async launch(): Promise<void> {
-    const bin = findRedisServer() as string;
-    // The cluster bus gets a port of its own (`cluster-port`): the default, port + 10000, may not exist or be free.
-    const count = this.options.replicas ? 6 : 3;
-    const ports = await freePorts(2 * count);
-    const nodes = ports.slice(0, count).map((port, i) => ({ port, busPort: ports[count + i] }));
-    const replicaArgs = this.options.replicas
-      ? ['--cluster-node-timeout', String(this.options.nodeTimeoutMs ?? 1_000), '--repl-diskless-sync-delay', '0', '--cluster-replica-validity-factor', '0']
-      : [];
-    await Promise.all(
-      nodes.map(async ({ port, busPort }) => {
-        const dir = join(this.dir, String(port));
-        mkdirSync(dir);
-        const node = await this.spawnNode('cluster node', port, bin, [
-          '--port', String(port), '--bind', HOST, '--save', '', '--appendonly', 'no', '--dir', dir,
-          '--cluster-enabled', 'yes', '--cluster-config-file', join(dir, 'nodes.conf'), '--cluster-port', String(busPort),
-          ...replicaArgs,
-        ]);
-        this.byPort.set(port, node);
-      }),
-    );
-    this.nodeList = nodes.map(({ port }) => ({ host: HOST, port }));
-    await run('redis-cli', [
-      '--cluster', 'create', ...this.nodeList.map((n) => `${n.host}:${n.port}`),
-      '--cluster-replicas', this.options.replicas ? '1' : '0', '--cluster-yes',
-    ]);
-    await Promise.all(
-      this.nodeList.map((n) =>
-        poll(`cluster_state:ok on ${n.host}:${n.port}`, 15_000, async () => {
-          const info = String(await command(n.port, ['CLUSTER', 'INFO']));
-          if (!/^cluster_state:ok\r?$/m.test(info) || !new RegExp(`^cluster_known_nodes:${count}\r?$`, 'm').test(info)) return undefined;
-          const replication = String(await command(n.port, ['INFO', 'replication']));
-          // A replica counts once its link to its master is up (a master has no such line).
-          return /^role:master\r?$/m.test(replication) || /^master_link_status:up\r?$/m.test(replication) ? true : undefined;
-        }),
-      ),
-    );
+    this.nodeList = await startClusterNodes(findRedisServer() as string, this.dir, this.options, (node) => {
+      this.processes.push(node);
+      this.byPort.set(node.port, node);
+    });
   }
 
   /** The nodes not killed. */
