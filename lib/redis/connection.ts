@@ -67,12 +67,6 @@ export function openConnections(input: RedisConnectionInput | undefined, tuning:
     }
     client = new Redis(input, defaults);
     owned = true;
-  } else if (Array.isArray(input)) {
-    // ioredis would take an array for options and quietly connect to 127.0.0.1:6379.
-    throw new LockConfigError(
-      'invalid redis: an array of connections is not supported; pass one redis:// URL, ioredis RedisOptions, or an ioredis Redis or Cluster instance',
-      'redis',
-    );
   } else if (input && typeof input === 'object') {
     client = new Redis({ ...defaults, ...input });
     owned = true;

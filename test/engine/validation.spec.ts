@@ -153,16 +153,4 @@ describe('validation before Redis is touched', () => {
       expect((err as LockConfigError).option).toBe(option);
     });
   });
-
-  it('an engine given an array of connections as redis is refused with LockConfigError naming redis', () => {
-    let err: unknown;
-    try {
-      kit.engine({ redis: [url, url, url] as never });
-    } catch (e) {
-      err = e;
-    }
-    expect(err).toBeInstanceOf(LockConfigError);
-    expect((err as LockConfigError).option).toBe('redis');
-    expect((err as Error).message).toContain('array');
-  });
 });
