@@ -122,7 +122,16 @@ export class HoldKeeper implements HoldReleaser {
   /** Makes `hold`'s lease run `ms` from now. `false` if the store no longer has the hold. */
   async extendHold(hold: Hold, ms: number): Promise<boolean> {
     const sentAt = performance.now();
-    if (!(await this.store.extend(hold.lock, hold.token, ms))) {
+    let held: boolean;
+    try {
+      held = await this.store.extend(hold.lock, hold.token, ms);
+    } catch (err) {
+      // The extend may have been applied all the same (no answer in time, or replicas that did not confirm it): a
+      // shorter lease may now be in force in Redis, so the hold is not trusted beyond it.
+      hold.validUntil = Math.min(hold.validUntil, sentAt + ms);
+      throw err;
+    }
+    if (!held) {
       this.markLost(hold, 'not-in-redis');
       return false;
     }

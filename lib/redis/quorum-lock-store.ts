@@ -20,6 +20,7 @@ import type {
   WakeUpSubscription,
 } from './lock-store.js';
 import { TIMED_OUT } from './redis-failures.js';
+import { grantedReplyOf } from './replica-wait.js';
 import { RedisLockStore } from './redis-lock-store.js';
 
 /** Clock drift allowance of a grant: `leaseMs × DRIFT_FACTOR + DRIFT_MS` (the Redlock figures). */
@@ -31,6 +32,8 @@ const MASTER_BOUND_FACTOR = 0.9;
 const GRACE_MS = 5;
 /** The longest random pause after a split vote, in milliseconds. */
 const SPLIT_PAUSE_MS = 50;
+/** What a split-vote pause leaves of the command bound, in milliseconds. */
+const SPLIT_PAUSE_MARGIN_MS = 20;
 /** Delay between two attempts of an undo on a master that did not answer, in milliseconds. */
 const UNDO_RETRY_MS = 250;
 
@@ -63,6 +66,10 @@ interface Master {
   /** How long the master must have been up before it counts towards a quorum, in milliseconds (see `eligible`). */
   requiredUptimeMs: number;
   runId: string | undefined;
+  /** Bumped when the command connection closes: an `INFO` answer from before that says nothing of the master now. */
+  epoch: number;
+  /** The listeners `watchRestarts` put on the command connection (removed by `close`). */
+  readonly listeners: { event: 'close' | 'ready'; listener: () => void }[];
   /** Per lock and token: the tail of the commands sent to this master, so they reach it in order (see `inLane`). */
   readonly lanes: Map<string, Promise<void>>;
 }
@@ -111,7 +118,17 @@ export class QuorumLockStore implements LockStore {
     try {
       inputs.forEach((input, index) => {
         const store = new RedisLockStore(input, options);
-        const master: Master = { index, label: labels[index], store, startedAt: undefined, requiredUptimeMs: 0, runId: undefined, lanes: new Map() };
+        const master: Master = {
+          index,
+          label: labels[index],
+          store,
+          startedAt: undefined,
+          requiredUptimeMs: 0,
+          runId: undefined,
+          epoch: 0,
+          listeners: [],
+          lanes: new Map(),
+        };
         this.masters.push(master);
         this.watchRestarts(master);
       });
@@ -126,7 +143,10 @@ export class QuorumLockStore implements LockStore {
     return this.masters[0].store.lock(key);
   }
 
-  async acquire(call: AcquireCall): Promise<AcquireReply> {
+  async acquire(engineCall: AcquireCall): Promise<AcquireReply> {
+    // The masters keep the lease plus the drift allowance: the engine counts the hold valid for `leaseMs` from
+    // before it sent the attempt, so a master whose clock runs up to that much fast still has the hold then.
+    const call: AcquireCall = { ...engineCall, leaseMs: withDrift(engineCall.leaseMs) };
     this.useLease(call.leaseMs);
     const n = this.masters.length;
     const q = this.quorum;
@@ -153,7 +173,7 @@ export class QuorumLockStore implements LockStore {
     });
     // Elapsed from sending to the majority's answers (the grace above does not count against the grant).
     const elapsed = (majorityAt ?? performance.now()) - sentAt;
-    const validity = call.leaseMs - elapsed - (call.leaseMs * DRIFT_FACTOR + DRIFT_MS);
+    const validity = engineCall.leaseMs - elapsed - driftOf(engineCall.leaseMs);
     const grants = outcomes.filter(grantedBy);
     const granted = grants.length >= q && (call.reentry || validity > 0);
     if (granted) {
@@ -175,11 +195,14 @@ export class QuorumLockStore implements LockStore {
         reentered: replies.filter((r) => r.reentered).length >= q,
       };
     }
-    // Not granted: undo this attempt on every master that granted it, or may yet.
-    this.forgetAttemptLater(attempt, call.leaseMs);
+    // Not granted: undo this attempt on every master that granted it, or may yet (and remember it as undone, so
+    // that a re-send of it is not applied anew). A plain refusal everywhere leaves nothing to undo or remember.
+    // A master still awaited that turns out to have granted is remembered then (`undoOn`).
+    const remember = () => this.forgetAttemptLater(attempt, call.leaseMs);
+    if (outcomes.some((o) => o !== undefined && (!o.ok || o.value.granted))) remember();
     outcomes.forEach((o, i) => {
       if (o?.ok && !o.value.granted) return;
-      this.undoOn(this.masters[i], lane, call, raws[i]);
+      this.undoOn(this.masters[i], lane, call, raws[i], remember);
     });
     const answered = outcomes.filter((o) => o?.ok).length;
     if (answered < q) throw this.failureOf(outcomes, answered);
@@ -190,7 +213,12 @@ export class QuorumLockStore implements LockStore {
     // A split vote (some masters granted, not a majority): two waiting contenders that split the masters would
     // otherwise retry in lockstep and split them again. A short random pause (of the order of the attempt, at most
     // SPLIT_PAUSE_MS) breaks the tie. A `tryAcquire` (no waiter) does not retry: no pause.
-    if (grants.length > 0 && call.waiterId !== '') await sleep(Math.random() * Math.min(elapsed * 2 + 5, SPLIT_PAUSE_MS));
+    // The pause stays within the call's command bound (the engine counts the whole call against it).
+    if (grants.length > 0 && call.waiterId !== '') {
+      const room = this.options.commandTimeoutMs - (performance.now() - sentAt) - SPLIT_PAUSE_MARGIN_MS;
+      const pause = Math.random() * Math.min(elapsed * 2 + 5, SPLIT_PAUSE_MS, Math.max(0, room));
+      if (pause > 0) await sleep(pause);
+    }
     return reply;
   }
 
@@ -208,7 +236,8 @@ export class QuorumLockStore implements LockStore {
     return answered.includes('ended') ? 'ended' : 'not-held';
   }
 
-  async renew(holds: readonly RenewCall[]): Promise<boolean[]> {
+  async renew(engineHolds: readonly RenewCall[]): Promise<boolean[]> {
+    const holds = engineHolds.map((h) => ({ ...h, leaseMs: withDrift(h.leaseMs) }));
     for (const h of holds) this.useLease(h.leaseMs);
     const n = this.masters.length;
     const q = this.quorum;
@@ -232,7 +261,8 @@ export class QuorumLockStore implements LockStore {
     });
   }
 
-  async extend(lock: LockRef, token: string, ms: number): Promise<boolean> {
+  async extend(lock: LockRef, token: string, engineMs: number): Promise<boolean> {
+    const ms = withDrift(engineMs);
     this.useLease(ms);
     const n = this.masters.length;
     const outcomes = await this.gather(
@@ -295,7 +325,8 @@ export class QuorumLockStore implements LockStore {
         ...seen[0],
         holdCount: seen.map((h) => h.holdCount).sort((a, b) => b - a)[this.quorum - 1],
         since: new Date(Math.min(...seen.map((h) => h.since.getTime()))),
-        remainingLeaseMs: leases[this.quorum - 1],
+        // The masters keep the drift allowance on top of the lease (`withDrift`): reported without it.
+        remainingLeaseMs: withoutDrift(leases[this.quorum - 1]),
         fencingToken: Math.max(...seen.map((h) => h.fencingToken)),
       });
     }
@@ -400,8 +431,9 @@ export class QuorumLockStore implements LockStore {
 
   async close(): Promise<void> {
     // Undos in flight get one command timeout to finish (the leases free what they could not).
-    if (this.tasks.size > 0) await Promise.race([Promise.allSettled([...this.tasks]), sleep(this.options.commandTimeoutMs)]);
+    if (this.tasks.size > 0) await within(Promise.allSettled([...this.tasks]), this.options.commandTimeoutMs);
     this.closed = true;
+    for (const m of this.masters) for (const { event, listener } of m.listeners) m.store.commandConnection.off(event, listener);
     await Promise.all(this.masters.map((m) => m.store.close()));
   }
 
@@ -427,18 +459,24 @@ export class QuorumLockStore implements LockStore {
    */
   private watchRestarts(master: Master): void {
     const c = master.store.commandConnection;
-    c.on('close', () => {
+    const onClose = () => {
+      master.epoch++;
       master.startedAt = undefined;
       master.requiredUptimeMs = Math.max(master.requiredUptimeMs, this.longestLeaseMs);
-    });
-    c.on('ready', () => void this.learnStart(master));
+    };
+    const onReady = () => void this.learnStart(master);
+    c.on('close', onClose);
+    c.on('ready', onReady);
+    master.listeners.push({ event: 'close', listener: onClose }, { event: 'ready', listener: onReady });
     if (c.status === 'ready') void this.learnStart(master);
   }
 
   private async learnStart(master: Master): Promise<void> {
     const c = master.store.commandConnection as Redis;
+    const epoch = master.epoch;
     const outcome = await within(c.info('server'), this.options.commandTimeoutMs);
-    if (this.closed) return;
+    // The connection dropped meanwhile (the master may have restarted since): this answer is stale, or none at all.
+    if (this.closed || master.epoch !== epoch || c.status !== 'ready') return;
     const answeredAt = performance.now();
     const info = outcome.ok ? outcome.value : '';
     const uptime = /uptime_in_seconds:(\d+)/.exec(info)?.[1];
@@ -488,17 +526,20 @@ export class QuorumLockStore implements LockStore {
    * landed) is resolved by re-sending the very same attempt (applied once per `seq`) and releasing what it
    * reports. Retried while the master does not answer, for at most the lease (after that nothing is left to undo).
    */
-  private undoOn(master: Master, lane: string, call: AcquireCall, raw: Promise<AcquireReply>): void {
+  private undoOn(master: Master, lane: string, call: AcquireCall, raw: Promise<AcquireReply>, granted: () => void): void {
     // Counted from now, not from when the lane is free: undos queued behind others give up within the lease too.
     const giveUpAt = performance.now() + call.leaseMs;
     this.background(master, lane, async () => {
-      let reply: AcquireReply | undefined = await raw.catch(() => undefined);
+      // A grant the master's store could not stand by (its replicas did not confirm it) is a grant to undo.
+      let reply: AcquireReply | undefined = await raw.catch((err: unknown) => grantedReplyOf(err));
       while (!reply && !this.closed && performance.now() < giveUpAt) {
         const o = await within(master.store.acquire(call), this.masterBound());
         if (o.ok) reply = o.value;
-        else await sleep(UNDO_RETRY_MS);
+        else reply = grantedReplyOf(o.error);
+        if (!reply) await sleep(UNDO_RETRY_MS);
       }
       if (!reply?.granted) return;
+      granted();
       while (!this.closed && performance.now() < giveUpAt) {
         const o = await within(master.store.release(call.lock, call.token, call.undoSeq), this.masterBound());
         if (o.ok) return;
@@ -533,6 +574,7 @@ export class QuorumLockStore implements LockStore {
   }
 
   private forgetAttemptLater(attempt: string, leaseMs: number): void {
+    if (this.undone.has(attempt)) return;
     this.undone.add(attempt);
     setTimeout(() => this.undone.delete(attempt), leaseMs).unref();
   }
@@ -641,6 +683,21 @@ function sleep(ms: number): Promise<void> {
 }
 
 /** `pending`'s outcome, or a failure with `TIMED_OUT` after `ms`. Never rejects. */
+/** The drift allowance of a lease: `leaseMs × 0.01 + 2 ms`. */
+function driftOf(leaseMs: number): number {
+  return leaseMs * DRIFT_FACTOR + DRIFT_MS;
+}
+
+/** The lease a master keeps for a lease of `leaseMs` the engine counts on (whole milliseconds). */
+function withDrift(leaseMs: number): number {
+  return Math.ceil(leaseMs + driftOf(leaseMs));
+}
+
+/** The inverse of `withDrift`, for a lease a master reports remaining (never negative). */
+function withoutDrift(remainingMs: number): number {
+  return Math.max(0, Math.floor((remainingMs - DRIFT_MS) / (1 + DRIFT_FACTOR)));
+}
+
 function within<T>(pending: Promise<T>, ms: number): Promise<Outcome<T>> {
   return new Promise((resolve) => {
     const timer = setTimeout(() => resolve({ ok: false, error: TIMED_OUT }), ms);

@@ -72,6 +72,12 @@ export class ReplicaAcks {
     };
     let results = await send(true);
     if (results?.[0]?.[0] instanceof Error && results[0][0].message.startsWith('NOSCRIPT')) results = await send(false);
+    // On a Cluster, a pipeline whose script met MOVED/ASK (the slot moved) is not redirected by the client while its
+    // WAIT succeeded on the old node: learn the new slot map and send it once more, to the slot's new master.
+    if (this.client instanceof Cluster && results?.[0]?.[0] instanceof Error && /^(MOVED|ASK) /.test(results[0][0].message)) {
+      await refreshSlots(this.client, this.settings.timeoutMs);
+      results = await send(true);
+    }
     if (!results) throw new Error('the pipeline was discarded (connection closed)');
     const [[scriptErr, reply], [waitErr, acked], role] = results;
     if (scriptErr) throw scriptErr;
@@ -121,4 +127,15 @@ export class ReplicaAcks {
   private noteRole(node: string, role: unknown): void {
     if (Array.isArray(role) && role[0] === 'master' && Array.isArray(role[2])) this.connected.set(node, role[2].length);
   }
+}
+
+/** Asks `cluster` to reload its slot map; resolves when it did, or after `timeoutMs`. */
+function refreshSlots(cluster: Cluster, timeoutMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, timeoutMs);
+    cluster.refreshSlotsCache(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
 }

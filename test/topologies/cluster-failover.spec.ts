@@ -58,6 +58,23 @@ describe('failover of a Redis Cluster master', () => {
     await (await a.acquire('w')).release();
   }, 20_000);
 
+  maybe(`waitForReplicas: after the lock's slot moved to another master, grants go to the new master at once${skipped}`, async () => {
+    const c = cluster!;
+    const prefix = uniquePrefix('cluster-wait-moved');
+    const client = c.client();
+    kit.add(() => c.close(client));
+    const a = kit.engine({ redis: client, keyPrefix: prefix, commandTimeoutMs: 1_000, waitForReplicas: { replicas: 1, timeoutMs: 500 } });
+    kit.watchKeys(prefix, c.keysUnder);
+    await (await a.acquire('m')).release(); // the client knows the slot's master
+    const state = redisNames(prefix, 'm').state;
+    const from = await c.masterFor(state);
+    const to = (await c.masters()).find((m) => m.port !== from.port)!;
+    await c.moveSlot(state, to);
+    const held = await a.acquire('m', { waitTimeoutMs: 0 });
+    expect((await c.masterFor(state)).port).toBe(to.port);
+    expect(await held.release()).toBe(true);
+  }, 20_000);
+
   maybe(`holders learn of holds the new master lacks, waiters are woken through the new master, new locks work${skipped}`, async () => {
     const c = cluster!;
     const prefix = uniquePrefix('cluster-failover');

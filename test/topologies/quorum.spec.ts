@@ -350,6 +350,40 @@ describe('quorum over 3 independent masters', () => {
     await held.release();
   }, 30_000);
 
+  it('the masters keep the lease plus the drift allowance; plain refusals leave nothing to undo or remember', async () => {
+    await startMasters();
+    const prefix = uniquePrefix('quorum');
+    const { store } = quorumStore(prefix);
+    const lock = store.lock('k');
+    const names = redisNames(prefix, 'k');
+    const call = (token: string, seq: number): AcquireCall => ({
+      lock,
+      mode: 'write',
+      token,
+      leaseMs: 10_000,
+      seq,
+      undoSeq: seq + 1,
+      ownerId: token,
+      downgradeToken: '',
+      waiterId: '',
+      reentry: false,
+      fair: false,
+    });
+    expect(await store.acquire(call('holder', 1))).toMatchObject({ granted: true });
+    // The engine counts 10 s from before it sent the attempt; every master keeps 10 s + 1 % + 2 ms from when it
+    // applied it, so a master whose clock runs that much fast still has the hold when the holder stops counting on it.
+    for (const m of masters) {
+      const ttl = await onMaster(m, (c) => c.pttl(names.state));
+      expect(ttl).toBeGreaterThan(10_050);
+      expect(ttl).toBeLessThanOrEqual(10_102);
+    }
+    // A contender refused by every master: nothing was granted anywhere, so nothing is kept to undo (the store
+    // would otherwise keep an entry and a timer per refused attempt for a whole lease).
+    for (let i = 0; i < 50; i++) expect(await store.acquire(call(`other${i}`, 1))).toMatchObject({ granted: false });
+    expect((store as unknown as { undone: Set<string> }).undone.size).toBe(0);
+    expect(await store.release(lock, 'holder', 2)).toBe('ended');
+  }, 30_000);
+
   it('undoing a re-entry that failed takes back that level alone, never the outer hold; a re-entry a majority refuses frees the rest', async () => {
     await startMasters();
     const prefix = uniquePrefix('quorum');

@@ -114,6 +114,24 @@ describe('waitForReplicas (a master and one replica)', () => {
     await until(async () => (await keysUnder(admin, a.settings.keyPrefix)).length === 0, 3_000, 'nothing left');
   });
 
+  it('does not trust a shortening extend the replica did not confirm: the holder stops holding when it may have run out', async () => {
+    const a = engine({ leaseMs: 20_000 });
+    const b = kit.peer(a, { redis: master.url });
+    const handle = await a.acquire('order:8');
+    await holdBack(1_500);
+    // The master applies the shorter lease; only the acknowledgement is missing.
+    await expect(handle.extend(200)).rejects.toMatchObject({ reason: 'not-replicated', operation: 'extend' });
+    await sleep(400);
+    const other = await b.tryAcquire('order:8');
+    expect(other).not.toBeNull(); // the master let the 200 ms lease run out...
+    expect(handle.isHeld).toBe(false); // ...and the first holder knows it no longer holds the lock
+    expect(handle.signal.aborted).toBe(true);
+    await other?.release();
+    await handle.release();
+    await sleep(1_200);
+    await caughtUp();
+  });
+
   it('does not make a release wait for the replica', async () => {
     const a = engine();
     const handle = await a.acquire('order:5');
