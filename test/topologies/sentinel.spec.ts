@@ -20,6 +20,33 @@ const COMMAND_MS = 1_000;
 const WAIT_MS = 10_000;
 const SLACK_MS = 1_500;
 
+/** Whether `key`'s lock state exists on `master`. */
+async function stateOn(master: NodeAddress, prefix: string, key: string): Promise<boolean> {
+  const client = new Redis({ host: master.host, port: master.port, maxRetriesPerRequest: 1 });
+  try {
+    return (await client.exists(redisNames(prefix, key).state)) === 1;
+  } finally {
+    client.disconnect();
+  }
+}
+
+/**
+ * `call`, retried every 100 ms while it fails with a LockError (an engine whose connections have not found the new
+ * master yet), for up to 15 s; `seen` gets each such error.
+ */
+async function retryLockErrors<T>(call: () => Promise<T>, seen: (err: unknown) => void = () => undefined): Promise<T> {
+  const deadline = performance.now() + 15_000;
+  for (;;) {
+    try {
+      return await call();
+    } catch (err) {
+      seen(err);
+      if (!(err instanceof LockError) || performance.now() > deadline) throw err;
+      await sleep(100);
+    }
+  }
+}
+
 describe('through Redis Sentinel, across a failover (master SIGKILLed)', () => {
   const kit = new LockTestKit();
   let set: RedisSentinelSet | undefined;
@@ -41,14 +68,6 @@ describe('through Redis Sentinel, across a failover (master SIGKILLed)', () => {
     }
   }
 
-  async function stateOn(master: NodeAddress, prefix: string, key: string): Promise<boolean> {
-    const client = new Redis({ host: master.host, port: master.port, maxRetriesPerRequest: 1 });
-    try {
-      return (await client.exists(redisNames(prefix, key).state)) === 1;
-    } finally {
-      client.disconnect();
-    }
-  }
 
   maybe(`locks work before and after; the waiter and the holder end cleanly; only LockErrors reach the caller${skipped}`, async () => {
     const s = set!;
@@ -91,18 +110,7 @@ describe('through Redis Sentinel, across a failover (master SIGKILLed)', () => {
 
     // After: new acquisitions work on the new master, from every engine once its connection has found it again
     // (each reconnects on its own schedule; attempts meanwhile may fail, as LockErrors).
-    const eventually = async <T>(call: () => Promise<T>): Promise<T> => {
-      const deadline = performance.now() + 15_000;
-      for (;;) {
-        try {
-          return await call();
-        } catch (err) {
-          errors.push(err);
-          if (!(err instanceof LockError) || performance.now() > deadline) throw err;
-          await sleep(100);
-        }
-      }
-    };
+    const eventually = <T>(call: () => Promise<T>) => retryLockErrors(call, (err) => errors.push(err));
     const after = await eventually(() => c.acquire('after', { waitTimeoutMs: 1_000 }));
     expect(await stateOn(newMaster, prefix, 'after')).toBe(true);
     expect(await eventually(() => a.tryAcquire('after'))).toBeNull();
@@ -187,17 +195,7 @@ describe('through Redis Sentinel with waitForReplicas, across a failover to a re
     const newMaster = await s.waitForFailover(20_000);
     expect(newMaster.port).not.toBe(oldMaster.port);
 
-    const eventually = async <T>(call: () => Promise<T>): Promise<T> => {
-      const deadline = performance.now() + 15_000;
-      for (;;) {
-        try {
-          return await call();
-        } catch (err) {
-          if (!(err instanceof LockError) || performance.now() > deadline) throw err;
-          await sleep(100);
-        }
-      }
-    };
+    const eventually = <T>(call: () => Promise<T>) => retryLockErrors(call);
     // B gets "split": A never held it. B does not get "safe": the new master has A's confirmed hold.
     const bSplit = await eventually(() => b.acquire('split', { waitTimeoutMs: 0 }));
     expect(await eventually(() => b.tryAcquire('safe'))).toBeNull();
@@ -225,12 +223,6 @@ describe('through Redis Sentinel with waitForReplicas, across a failover to a re
   }
 
   async function stateOnMaster(s: RedisSentinelSet, prefix: string, key: string): Promise<boolean> {
-    const master = await s.master();
-    const client = new Redis({ host: master.host, port: master.port, maxRetriesPerRequest: 1 });
-    try {
-      return (await client.exists(redisNames(prefix, key).state)) === 1;
-    } finally {
-      client.disconnect();
-    }
+    return stateOn(await s.master(), prefix, key);
   }
 });
