@@ -101,23 +101,27 @@ export class RedisLockStore implements LockStore {
    * and the downgrade token only when there is one (every argument costs on both sides of the connection).
    * Reply `{1, fence, reentered}` or `{0, waitMs, blockedBy}`.
    */
-  async acquire(call: AcquireCall): Promise<AcquireReply> {
+  acquire(call: AcquireCall): Promise<AcquireReply> {
     const names = call.lock as LockKeys;
     let flags: string = modeCode(call.mode);
     if (call.reentry) flags += 'e';
     if (call.fair) flags += 'f';
     const args: (string | number)[] = [call.token, flags, call.leaseMs, call.seq, this.identity + call.ownerId, call.waiterId];
     if (call.downgradeToken !== '') args.push(call.downgradeToken);
-    if (this.acks) {
-      const acked = await this.acks.run(this.variant(ACQUIRE), names.all, args);
-      const reply = acquireReply(acked.reply);
-      // Only a grant needs the replicas: a refusal changed nothing a failover could lose that matters.
-      if (reply.granted && (acked.refused !== undefined || acked.acked < acked.wanted)) {
-        throw new NotReplicated(acked.acked, acked.wanted, this.acks.settings.timeoutMs, reply, acked.refused);
-      }
-      return reply;
+    if (this.acks) return this.acquireAcked(this.acks, names, args);
+    // No `async`/`await` on the hot path: each costs a promise and a microtask per call.
+    return this.run(ACQUIRE, names.all, args).then(acquireReply);
+  }
+
+  /** ACQUIRE followed by `WAIT` (`waitForReplicas`). */
+  private async acquireAcked(acks: ReplicaAcks, names: LockKeys, args: readonly (string | number)[]): Promise<AcquireReply> {
+    const acked = await acks.run(this.variant(ACQUIRE), names.all, args);
+    const reply = acquireReply(acked.reply);
+    // Only a grant needs the replicas: a refusal changed nothing a failover could lose that matters.
+    if (reply.granted && (acked.refused !== undefined || acked.acked < acked.wanted)) {
+      throw new NotReplicated(acked.acked, acked.wanted, acks.settings.timeoutMs, reply, acked.refused);
     }
-    return acquireReply(await this.run(ACQUIRE, names.all, args));
+    return reply;
   }
 
   /** A script that changes a lease, acknowledged by the replicas when `waitForReplicas` is on. */
@@ -131,10 +135,9 @@ export class RedisLockStore implements LockStore {
   }
 
   /** RELEASE. ARGV: token, seq ('' = every level). Reply 2 ended, 1 one level, 0 not held. */
-  async release(lock: LockRef, token: string, seq: number | undefined): Promise<ReleaseReply> {
+  release(lock: LockRef, token: string, seq: number | undefined): Promise<ReleaseReply> {
     const names = lock as LockKeys;
-    const reply = await this.run(RELEASE, names.all, [token, seq ?? '']);
-    return reply === 2 ? 'ended' : reply === 1 ? 'level' : 'not-held';
+    return this.run(RELEASE, names.all, [token, seq ?? '']).then((reply) => (reply === 2 ? 'ended' : reply === 1 ? 'level' : 'not-held'));
   }
 
   /**
@@ -297,15 +300,14 @@ export class RedisLockStore implements LockStore {
   }
 
   /** Runs `script` by SHA, loading it when Redis answers NOSCRIPT (first use, restart, `SCRIPT FLUSH`). */
-  private async run(base: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+  private run(base: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
     const script = this.variant(base);
-    try {
-      return await this.client.evalsha(script.sha, keys.length, ...keys, ...args);
-    } catch (err) {
+    return this.client.evalsha(script.sha, keys.length, ...keys, ...args).catch((err: unknown) => {
       if (err instanceof Error && err.message.startsWith('NOSCRIPT')) return this.client.eval(script.source, keys.length, ...keys, ...args);
       throw err;
-    }
+    });
   }
+
 }
 
 /** ACQUIRE's reply `{1, fence, reentered}` or `{0, waitMs, blockedBy}`. */
