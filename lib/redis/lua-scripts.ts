@@ -566,8 +566,41 @@ export function sharded(base: LuaScript): LuaScript {
   return variant;
 }
 
+/**
+ * Many calls of a per-lock script (`ACQUIRE`, `RELEASE`) in one script call, for callers of one process that ask in
+ * the same tick: `base`'s very source runs once per item, as a local function of that item's KEYS and ARGV, so each
+ * item behaves exactly as its own call would (items are applied in order; a failing item fails the call, leaving
+ * the earlier items applied, as separate calls would have been).
+ * KEYS: the 6 keys of each item, in order. ARGV: 1 item count, then per item its argument count and arguments.
+ * Returns the items' replies, in order.
+ */
+function batched(base: LuaScript): LuaScript {
+  return script(
+    `${base.name}-batch`,
+    `
+local function one(KEYS, ARGV)
+${base.source}
+end
+local out, k, a = {}, 0, 2
+for i = 1, tonumber(ARGV[1]) do
+  local argc = tonumber(ARGV[a])
+  local args = {}
+  for j = 1, argc do args[j] = ARGV[a + j] end
+  out[i] = one({ KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6] }, args)
+  k, a = k + 6, a + 1 + argc
+end
+return out
+`,
+  );
+}
+
+/** `ACQUIRE` for several locks of one process at once (see `batched`). */
+export const ACQUIRE_BATCH = batched(ACQUIRE);
+/** `RELEASE` for several locks of one process at once (see `batched`). */
+export const RELEASE_BATCH = batched(RELEASE);
+
 /** Every script the library may send, standalone and Cluster variants alike (for the SHA → source lookup). */
-export const ALL_SCRIPTS: readonly LuaScript[] = [ACQUIRE, CANCEL_WAIT, EXTEND, FORCE_RELEASE, INSPECT, RELEASE, RENEW_MANY, RENEW_MANY_CROSS_SLOT].flatMap((s) => {
+export const ALL_SCRIPTS: readonly LuaScript[] = [ACQUIRE, ACQUIRE_BATCH, CANCEL_WAIT, EXTEND, FORCE_RELEASE, INSPECT, RELEASE, RELEASE_BATCH, RENEW_MANY, RENEW_MANY_CROSS_SLOT].flatMap((s) => {
   const variant = sharded(s);
   return variant === s ? [s] : [s, variant];
 });

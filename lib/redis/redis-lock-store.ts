@@ -19,7 +19,7 @@ import type {
   WakeUp,
   WakeUpSubscription,
 } from './lock-store.js';
-import { ACQUIRE, ALL_SCRIPTS, CANCEL_WAIT, EXTEND, FORCE_RELEASE, INSPECT, RELEASE, RENEW_MANY, RENEW_MANY_CROSS_SLOT, sharded } from './lua-scripts.js';
+import { ACQUIRE, ACQUIRE_BATCH, ALL_SCRIPTS, CANCEL_WAIT, EXTEND, FORCE_RELEASE, INSPECT, RELEASE, RENEW_MANY, RENEW_MANY_CROSS_SLOT, RELEASE_BATCH, sharded } from './lua-scripts.js';
 import type { LuaScript } from './lua-scripts.js';
 import { unavailable } from './redis-failures.js';
 import { NotReplicated, ReplicaAcks } from './replica-wait.js';
@@ -50,6 +50,14 @@ export class RedisLockStore implements LockStore {
   /** On a Cluster: whether renewals may batch the slots of one node (cleared once a node refuses the script flag). */
   private crossSlotRenewals = true;
   private readonly names = new Map<string, LockKeys>();
+  /**
+   * On a standalone Redis (or Sentinel, or each master of a quorum), the acquisitions and releases that callers of
+   * this process ask for in the same tick go out as one script call (`ACQUIRE_BATCH`, `RELEASE_BATCH`): one command
+   * to build, write and run instead of one per caller. Not on a Cluster (a batch would span slots), nor with
+   * `waitForReplicas` (each grant waits for its own acknowledgement).
+   */
+  private readonly acquires: ScriptBatcher | undefined;
+  private readonly releases: ScriptBatcher | undefined;
   /** `waitForReplicas`: scripts that write are followed by `WAIT` in the same round trip. */
   private readonly acks: ReplicaAcks | undefined;
   /** `host|pid|app|`, the start of every holder record's identity part. */
@@ -78,6 +86,11 @@ export class RedisLockStore implements LockStore {
       void acks.probe().then((refused) => {
         if (refused && isReplyError(refused)) options.onConnectionError(new NotReplicated(0, 0, 0, undefined, refused));
       });
+    }
+    if (!this.acks && !this.client.isCluster) {
+      const run = (script: LuaScript, keys: readonly string[], args: readonly (string | number)[]) => this.run(script, keys, args);
+      this.acquires = new ScriptBatcher(ACQUIRE, ACQUIRE_BATCH, run);
+      this.releases = new ScriptBatcher(RELEASE, RELEASE_BATCH, run);
     }
   }
 
@@ -110,6 +123,7 @@ export class RedisLockStore implements LockStore {
     if (call.downgradeToken !== '') args.push(call.downgradeToken);
     if (this.acks) return this.acquireAcked(this.acks, names, args);
     // No `async`/`await` on the hot path: each costs a promise and a microtask per call.
+    if (this.acquires) return this.acquires.call(names.all, args).then(acquireReply);
     return this.run(ACQUIRE, names.all, args).then(acquireReply);
   }
 
@@ -137,7 +151,9 @@ export class RedisLockStore implements LockStore {
   /** RELEASE. ARGV: token, seq ('' = every level). Reply 2 ended, 1 one level, 0 not held. */
   release(lock: LockRef, token: string, seq: number | undefined): Promise<ReleaseReply> {
     const names = lock as LockKeys;
-    return this.run(RELEASE, names.all, [token, seq ?? '']).then((reply) => (reply === 2 ? 'ended' : reply === 1 ? 'level' : 'not-held'));
+    const args = [token, seq ?? ''];
+    const sent = this.releases ? this.releases.call(names.all, args) : this.run(RELEASE, names.all, args);
+    return sent.then((reply) => (reply === 2 ? 'ended' : reply === 1 ? 'level' : 'not-held'));
   }
 
   /**
@@ -308,6 +324,85 @@ export class RedisLockStore implements LockStore {
     });
   }
 
+}
+
+/** Items of one batch script call at most (6 keys and about 8 arguments each). */
+const MAX_BATCH = 16;
+
+type ScriptRunner = (script: LuaScript, keys: readonly string[], args: readonly (string | number)[]) => Promise<unknown>;
+
+interface BatchItem {
+  readonly keys: readonly string[];
+  readonly args: readonly (string | number)[];
+  readonly resolve: (reply: unknown) => void;
+  readonly reject: (err: unknown) => void;
+}
+
+/**
+ * Calls of one per-lock script made in the same tick, sent together: alone as `single`, several as one call of
+ * `batch` (see `batched` in lua-scripts.ts). Flushed on `process.nextTick`, which runs once the promise jobs of the
+ * current turn have run, so callers resumed by the same batch of replies ask together.
+ */
+class ScriptBatcher {
+  private items: BatchItem[] | undefined;
+  /** Script calls of this batcher sent and not answered yet. */
+  private inFlight = 0;
+
+  constructor(
+    private readonly single: LuaScript,
+    private readonly batch: LuaScript,
+    private readonly run: ScriptRunner,
+  ) {}
+
+  call(keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    // Nothing under way: a lone caller (one worker, a quiet process) goes out at once, with no deferral or batch.
+    if (!this.items && this.inFlight === 0) {
+      this.inFlight++;
+      return this.run(this.single, keys, args).then(this.answered, this.failed);
+    }
+    return new Promise((resolve, reject) => {
+      if (!this.items) {
+        this.items = [];
+        process.nextTick(this.flush);
+      }
+      this.items.push({ keys, args, resolve, reject });
+    });
+  }
+
+  private readonly flush = () => {
+    const items = this.items ?? [];
+    this.items = undefined;
+    for (let i = 0; i < items.length; i += MAX_BATCH) this.send(items.slice(i, i + MAX_BATCH));
+  };
+
+  private readonly answered = <T>(reply: T): T => {
+    this.inFlight--;
+    return reply;
+  };
+
+  private readonly failed = (err: unknown): never => {
+    this.inFlight--;
+    throw err;
+  };
+
+  private send(items: readonly BatchItem[]): void {
+    this.inFlight++;
+    if (items.length === 1) {
+      const [item] = items;
+      this.run(this.single, item.keys, item.args).then(this.answered, this.failed).then(item.resolve, item.reject);
+      return;
+    }
+    const keys: string[] = [];
+    const args: (string | number)[] = [items.length];
+    for (const item of items) {
+      keys.push(...item.keys);
+      args.push(item.args.length, ...item.args);
+    }
+    this.run(this.batch, keys, args).then(this.answered, this.failed).then(
+      (replies) => items.forEach((item, i) => item.resolve((replies as unknown[])[i])),
+      (err: unknown) => items.forEach((item) => item.reject(err)),
+    );
+  }
 }
 
 /** ACQUIRE's reply `{1, fence, reentered}` or `{0, waitMs, blockedBy}`. */

@@ -112,6 +112,37 @@ describe('Redis commands per operation (private redis-server)', () => {
     expect(costs[0].publish ?? 0).toBeLessThanOrEqual(1);
   }, 20_000);
 
+  it('acquisitions and releases asked in the same tick while one is under way go out together, each with its own answer', async () => {
+    const engine = kit.engine({ redis: url });
+    const other = kit.peer(engine, { redis: url });
+    await Promise.all([engine.ping(), other.ping()]);
+    const taken = await other.acquire('busy'); // held elsewhere: one item of the batch is refused
+    await quietThenReset();
+    // The first call goes out alone (nothing under way); the 25 asked in the same tick meanwhile form batches.
+    const first = engine.tryAcquire('first');
+    const asked = [
+      ...Array.from({ length: 20 }, (_, i) => engine.tryAcquire(`d${i}`)),
+      ...Array.from({ length: 4 }, () => engine.tryAcquire('shared', { mode: 'read' })),
+      engine.tryAcquire('busy'),
+    ];
+    const handles = await Promise.all([first, ...asked]);
+    const acquireCalls = roundTrips(await commandCalls(admin)).evalsha ?? 0;
+    // One by one that would be 26 script calls; together: the lone first one, then batches of at most 16.
+    expect(acquireCalls).toBeLessThanOrEqual(4);
+    // Each caller got its own answer: the distinct keys and the shared read lock granted, the busy key refused.
+    expect(handles.slice(0, 21).every((h) => h?.isHeld)).toBe(true);
+    expect(handles.slice(21, 25).every((h) => h?.mode === 'read')).toBe(true);
+    expect(handles[25]).toBeNull();
+    expect((await engine.inspect('shared'))?.holders).toHaveLength(4); // four owners (no shared owner context)
+    expect(new Set(handles.slice(0, 21).map((h) => h?.fencingToken)).size).toBe(21);
+    await admin.config('RESETSTAT');
+    const released = await Promise.all(handles.map((h) => h?.release() ?? Promise.resolve(false)));
+    expect(released.slice(0, 25).every(Boolean)).toBe(true);
+    expect(roundTrips(await commandCalls(admin)).evalsha ?? 0).toBeLessThanOrEqual(8);
+    await taken.release();
+    expect(await keysUnder(admin, engine.settings.keyPrefix)).toEqual([]);
+  });
+
   it('the watchdog renews many holds in one round trip per tick', async () => {
     const engine = kit.engine({ redis: url });
     const holds = await Promise.all(Array.from({ length: 50 }, (_, i) => engine.acquire(`h${i}`, { leaseMs: 600, autoExtend: true })));
