@@ -104,6 +104,26 @@ describe('when Redis fails', () => {
       await again?.release();
     });
 
+    it('acquisitions sent together in one batch while Redis is paused each fail in time, and every late grant is undone', async () => {
+      const a = engine();
+      await a.ping();
+      server.pause();
+      // The first goes out alone; the 20 asked in the same tick go out as batches behind it.
+      const calls = [a.tryAcquire('first'), ...Array.from({ length: 20 }, (_, i) => a.tryAcquire(`b${i}`))].map((p) => timed(p));
+      const results = await Promise.all(calls);
+      server.resume();
+      for (const r of results) {
+        expect(r.ms).toBeLessThan(COMMAND_MS + SLACK_MS);
+        expectUnavailable(r.error, 'acquire', ['timeout']);
+      }
+      // After the resume Redis ran the batches and granted every item; each grant is undone, item by item.
+      await until(async () => (await keysUnder(admin, a.settings.keyPrefix)).length === 0, 5_000, 'every late grant undone');
+      const b = kit.peer(a);
+      const again = await Promise.all(Array.from({ length: 20 }, (_, i) => b.tryAcquire(`b${i}`)));
+      expect(again.every((h) => h !== null)).toBe(true);
+      await Promise.all(again.map((h) => h?.release()));
+    });
+
     it('a re-entry granted after its caller gave up is undone: the outer release frees the lock', async () => {
       const a = engine();
       const result = await a.withLock('k', async () => {
