@@ -17,13 +17,18 @@ export class NotReplicated extends Error {
     readonly grantedReply?: AcquireReply,
     readonly refused?: unknown,
   ) {
-    super(
-      refused
-        ? `the server refused WAIT (${refused instanceof Error ? refused.message : 'an error reply'}): a proxy or a managed Redis without replica acknowledgement; turn waitForReplicas off for it`
-        : `${acked} of ${wanted} replica(s) acknowledged within waitForReplicas.timeoutMs (${timeoutMs} ms)`,
-    );
+    super(refused ? describeRefusal(refused) : `${acked} of ${wanted} replica(s) acknowledged within waitForReplicas.timeoutMs (${timeoutMs} ms)`);
     this.name = 'NotReplicated';
   }
+}
+
+/** Why `WAIT` was refused, and what to do about it. */
+function describeRefusal(refused: unknown): string {
+  const message = refused instanceof Error ? refused.message : 'an error reply';
+  if (/^NOPERM/i.test(message)) {
+    return `the Redis user may not run WAIT (${message}): grant it +wait (see "Redis permissions" in the README), or turn waitForReplicas off`;
+  }
+  return `the server refused WAIT (${message}): a proxy or a managed Redis without replica acknowledgement; turn waitForReplicas off for it`;
 }
 
 /** The grant an `acquire` failure carries when the store itself knows the attempt was granted. */
@@ -88,10 +93,11 @@ export class ReplicaAcks {
 
   /**
    * Start-up probe: `WAIT 0 0` answers at once on any Redis master; a proxy that refuses it is named here, once,
-   * instead of on every call. Resolves with the refusal, or `undefined`. (On a Cluster, every call's own `WAIT` tells.)
+   * instead of on every call. Resolves with the refusal, or `undefined`. On a Cluster, every master is probed once
+   * the client is ready.
    */
   async probe(): Promise<unknown> {
-    if (this.client instanceof Cluster) return undefined;
+    if (this.client instanceof Cluster) return probeMasters(this.client, this.settings.timeoutMs);
     try {
       await this.client.wait(0, 0);
       if (this.settings.replicas === 'connected') this.noteRole('', await this.client.role());
@@ -127,6 +133,28 @@ export class ReplicaAcks {
   private noteRole(node: string, role: unknown): void {
     if (Array.isArray(role) && role[0] === 'master' && Array.isArray(role[2])) this.connected.set(node, role[2].length);
   }
+}
+
+/**
+ * `WAIT 0 0` on every master of `cluster` once it is ready (waiting for that at most `readyMs`): the first refusal,
+ * or `undefined`. A Cluster that is not ready in time is not probed (its calls still find out).
+ */
+async function probeMasters(cluster: Cluster, readyMs: number): Promise<unknown> {
+  if (cluster.status !== 'ready') {
+    const ready = await new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => done(false), readyMs);
+      const onReady = () => done(true);
+      const done = (ok: boolean) => {
+        clearTimeout(timer);
+        cluster.off('ready', onReady);
+        resolve(ok);
+      };
+      cluster.once('ready', onReady);
+    });
+    if (!ready) return undefined;
+  }
+  const refusals = await Promise.all(cluster.nodes('master').map((node) => node.wait(0, 0).then(() => undefined, (err: unknown) => err)));
+  return refusals.find((err) => err !== undefined);
 }
 
 /** Asks `cluster` to reload its slot map; resolves when it did, or after `timeoutMs`. */

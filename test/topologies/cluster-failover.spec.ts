@@ -75,6 +75,23 @@ describe('failover of a Redis Cluster master', () => {
     expect(await held.release()).toBe(true);
   }, 20_000);
 
+  maybe(`waitForReplicas: a Cluster whose masters refuse WAIT is reported once at start-up${skipped}`, async () => {
+    const c = cluster!;
+    const masters = await c.masters();
+    const acl = (rule: string) => Promise.all(masters.map((m) => c.on(m, ['ACL', 'SETUSER', 'default', rule])));
+    await acl('-wait');
+    try {
+      const client = c.client();
+      kit.add(() => c.close(client));
+      kit.engine({ redis: client, keyPrefix: uniquePrefix('cluster-probe'), waitForReplicas: { replicas: 1 } });
+      await until(() => kit.logger.lines.some((l) => /may not run WAIT/.test(l)), 5_000, 'the start-up report');
+      expect(kit.logger.lines.filter((l) => /may not run WAIT/.test(l))).toHaveLength(1);
+      expect(kit.logger.lines.find((l) => /may not run WAIT/.test(l))).toMatch(/grant it \+wait/);
+    } finally {
+      await acl('+wait');
+    }
+  }, 20_000);
+
   maybe(`holders learn of holds the new master lacks, waiters are woken through the new master, new locks work${skipped}`, async () => {
     const c = cluster!;
     const prefix = uniquePrefix('cluster-failover');
