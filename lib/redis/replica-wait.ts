@@ -142,7 +142,8 @@ export class ReplicaAcks {
 async function probeMasters(cluster: Cluster, readyMs: number): Promise<unknown> {
   if (cluster.status !== 'ready') {
     const ready = await new Promise<boolean>((resolve) => {
-      const timer = setTimeout(() => done(false), readyMs);
+      // Unref: a start-up probe must not keep the process alive (an engine closed at once, a Cluster never ready).
+      const timer = setTimeout(() => done(false), readyMs).unref();
       const onReady = () => done(true);
       const done = (ok: boolean) => {
         clearTimeout(timer);
