@@ -55,8 +55,12 @@ export function validateLockKey(key: unknown): string {
   return key;
 }
 
-/** The Redis names for `key` under `prefix` (the key must be valid). */
-export function lockKeys(prefix: string, key: string): LockKeys {
+/**
+ * The Redis names for `key` under `prefix` (the key must be valid). `channelPrefix` is the `keyPrefix` of an ioredis
+ * client the application passed: ioredis prepends it to the KEYS of every script call, so the scripts publish on
+ * `<channelPrefix><state>:ch`, but it leaves channel names alone, so subscribers must add it themselves.
+ */
+export function lockKeys(prefix: string, key: string, channelPrefix = ''): LockKeys {
   const base = `${prefix}{${key}}`;
   const state = base;
   const leases = `${base}:leases`;
@@ -64,7 +68,7 @@ export function lockKeys(prefix: string, key: string): LockKeys {
   const readers = `${base}:rq`;
   const queue = `${base}:fq`;
   const deadlines = `${base}:fd`;
-  return { key, state, leases, writers, readers, queue, deadlines, channel: `${base}:ch`, all: [state, leases, writers, readers, queue, deadlines] };
+  return { key, state, leases, writers, readers, queue, deadlines, channel: `${channelPrefix}${base}:ch`, all: [state, leases, writers, readers, queue, deadlines] };
 }
 
 /** Whether `s` has no lone surrogate (`String.prototype.isWellFormed`, Node 20+). */

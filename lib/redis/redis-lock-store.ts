@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import type { LockHolderInfo, LockInfo, LockMode } from '../types/lock.types.js';
 import { openConnections, watchConnection } from './connection.js';
 import type { LockConnections, RedisClient, RedisConnectionInput } from './connection.js';
+import { Command } from 'ioredis';
 import type { Cluster, Redis } from 'ioredis';
 import { lockKeys } from './key-layout.js';
 import type { LockKeys } from './key-layout.js';
@@ -103,7 +104,7 @@ export class RedisLockStore implements LockStore {
     let names = this.names.get(key);
     if (!names) {
       if (this.names.size >= NAMES_CACHE_SIZE) this.names.clear();
-      names = lockKeys(this.options.keyPrefix, key);
+      names = lockKeys(this.options.keyPrefix, key, this.client.options.keyPrefix);
       this.names.set(key, names);
     }
     return names;
@@ -318,12 +319,39 @@ export class RedisLockStore implements LockStore {
   /** Runs `script` by SHA, loading it when Redis answers NOSCRIPT (first use, restart, `SCRIPT FLUSH`). */
   private run(base: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
     const script = this.variant(base);
-    return this.client.evalsha(script.sha, keys.length, ...keys, ...args).catch((err: unknown) => {
+    return evalsha(this.client, script.sha, keys, args).catch((err: unknown) => {
       if (err instanceof Error && err.message.startsWith('NOSCRIPT')) return this.client.eval(script.source, keys.length, ...keys, ...args);
       throw err;
     });
   }
 
+}
+
+const NO_ARGS: never[] = [];
+
+/**
+ * `EVALSHA sha numkeys ...keys ...args`, its argument list laid out once. ioredis' command methods copy every
+ * argument through `Array.prototype.flat`, about 65 ns each on Node 20: 1 µs for one acquisition, 14 µs for a batch
+ * of 16, the largest single cost of a batched cycle. The command goes through the client's `sendCommand` like any
+ * other (offline queue, Cluster routing by its first key, reconnects). A client created with ioredis' own
+ * `keyPrefix` takes the usual path, which prefixes the KEYS.
+ */
+function evalsha(client: RedisClient, sha: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+  if (client.options.keyPrefix) return client.evalsha(sha, keys.length, ...keys, ...args);
+  const command = new Command('evalsha', NO_ARGS, {
+    replyEncoding: 'utf8',
+    errorStack: client.options.showFriendlyErrorStack ? new Error() : undefined,
+  });
+  // As the command methods would send them: every argument a string (the numbers here are small integers).
+  const all = new Array<string>(2 + keys.length + args.length);
+  all[0] = sha;
+  all[1] = String(keys.length);
+  let i = 2;
+  for (const key of keys) all[i++] = key;
+  for (const arg of args) all[i++] = typeof arg === 'string' ? arg : String(arg);
+  command.args = all;
+  void client.sendCommand(command);
+  return command.promise;
 }
 
 /** Items of one batch script call at most (6 keys and about 8 arguments each). */

@@ -1,10 +1,11 @@
 import { performance } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from '@jest/globals';
+import { Redis } from 'ioredis';
 import { LockAcquireTimeoutError } from '../../lib/errors/lock-acquire-timeout.error.js';
 import { LockError } from '../../lib/errors/lock.error.js';
 import type { LockEvents } from '../../lib/locking/lock-events.js';
 import type { LockHandle } from '../../lib/types/lock.types.js';
-import { LockTestKit, keysUnder, redisNames, rejectionOf, sleep, track, until } from '../support/lock-test-kit.js';
+import { LockTestKit, keysUnder, redisNames, redisUrl, rejectionOf, sleep, track, until } from '../support/lock-test-kit.js';
 
 describe('waiting', () => {
   const kit = new LockTestKit();
@@ -130,6 +131,26 @@ describe('waiting', () => {
       current = undefined;
       await next.release();
     }
+  });
+
+  it("on a client passed with ioredis' own keyPrefix, the keys get that prefix and a release still wakes the waiter", async () => {
+    const clients = ['a', 'b'].map(() => new Redis(redisUrl(), { keyPrefix: 'app:' }));
+    kit.add(async () => clients.forEach((c) => c.disconnect()));
+    const engine = kit.engine({ redis: clients[0] });
+    const other = kit.peer(engine, { redis: clients[1] });
+    const redis = kit.redis();
+    const names = redisNames(engine.settings.keyPrefix, 'k');
+    const lock = await engine.acquire('k', { leaseMs: 10_000 });
+    expect(await redis.exists(`app:${names.state}`)).toBe(1);
+    const waiting = track(other.acquire('k', { waitTimeoutMs: 5_000 }));
+    await until(async () => (await redis.zcard(`app:${names.writers}`)) === 1, 2_000, 'the waiter to register');
+    const released = performance.now();
+    await lock.release();
+    const next = await waiting.promise;
+    // Woken by the release, not by its 5 s wait running out (nor the 10 s lease).
+    expect(performance.now() - released).toBeLessThan(1_000);
+    await next.release();
+    expect(await keysUnder(redis, `app:${engine.settings.keyPrefix}`)).toEqual([]);
   });
 
   it('a waiter that is not woken still retries when the blocking lease can have run out', async () => {
