@@ -16,7 +16,10 @@ import { createHash } from 'node:crypto';
  * lease is the hash's own expiry (PEXPIRETIME). The leases sorted set exists only in the full form, which a script
  * builds (`expand`) as soon as anything else than the sole holder's own acquire fast path, release, renewal or
  * extension touches the lock. So: state without leases = single-holder form, its one `h:` field holds the lease
- * while the key exists; state with leases = full form, both keys expiring at the latest lease.
+ * while the key exists; state with leases = full form, both keys expiring together, at the latest lease or (after a
+ * release on the shared fast path, which leaves the expiry as it was) later. Readers join and leave a full-form lock
+ * that nobody waits for on shared fast paths, which do not purge holders whose lease ran out (the next full pass
+ * does): such a holder blocks no reader, and a writer or any waiter takes the full pass.
  *
  * `seq` is an increasing operation number per owner (so per token): a command that the client re-sends after a
  * reconnect carries a `seq` Redis has already seen and is not applied a second time.
@@ -164,8 +167,26 @@ local reentry = string.find(flags, 'e', 2, true) ~= nil
 -- [5] fair queue. Most often no waiter set exists either: one EXISTS tells, and there is no registration to drop.
 local free, drop = false, false
 if not reentry then
-  if redis.call('EXISTS', KEYS[1], KEYS[5], KEYS[3], KEYS[4]) == 0 then
+  local present = redis.call('EXISTS', KEYS[1], KEYS[5], KEYS[3], KEYS[4])
+  -- For a reader (not a write owner's downgrade), when one of those keys exists: the state's writer, last fencing
+  -- token and this token's record (the state exists exactly when it has a fencing token).
+  local st = present == 1 and mode == 'r' and downgrade == '' and redis.call('HMGET', KEYS[1], 'w', 'f', field)
+  if present == 0 then
     free = true
+  elseif st and st[2] then
+    -- Shared fast path: readers hold the lock in full form (KEYS[2] leases exists), no writer holds it, nobody waits
+    -- (the state is the one key of the four), and this token holds nothing here: join them. Holders whose lease ran
+    -- out stay until the next full pass purges them; they block no reader.
+    if not st[1] and not st[3] and redis.call('EXISTS', KEYS[2]) == 1 then
+      local fence = nowus
+      if tonumber(st[2]) >= fence then fence = tonumber(st[2]) + 1 end
+      local f = string.format('%.0f', fence)
+      redis.call('HSET', KEYS[1], field, '1|' .. seq .. '|' .. f .. '|' .. now .. '|' .. ARGV[5], 'f', f)
+      redis.call('ZADD', KEYS[2], now + lease, token)
+      redis.call('PEXPIREAT', KEYS[1], now + lease, 'GT')
+      redis.call('PEXPIREAT', KEYS[2], now + lease, 'GT')
+      return {1, fence, 0}
+    end
   elseif redis.call('EXISTS', KEYS[1], KEYS[5]) == 0 then
     if mode == 'w' then
       free, drop = true, waiter ~= ''
@@ -318,7 +339,8 @@ export const RELEASE = script(
   `
 local token, seq = ARGV[1], ARGV[2]
 local field = 'h:' .. token
-local held = redis.call('HGET', KEYS[1], field)
+local record = redis.call('HMGET', KEYS[1], field, 'w')
+local held = record[1]
 local count, hseq, rest
 local last = false
 if held then
@@ -328,9 +350,30 @@ if held then
   -- Fast path, ahead of the prelude's helpers: the last level of a lock in single-holder form (no leases set: this
   -- is the sole holder, its lease running since the state exists) with nobody waiting. KEYS[2] leases, [3] writers,
   -- [4] readers, [5] fair queue.
-  if last and redis.call('EXISTS', KEYS[2], KEYS[3], KEYS[4], KEYS[5]) == 0 then
+  local present = last and redis.call('EXISTS', KEYS[2], KEYS[3], KEYS[4], KEYS[5])
+  if present == 0 then
     redis.call('DEL', KEYS[1])
     return 2
+  end
+  -- Shared fast path: the last level of one holder of several, nobody waiting (the one key of the four that exists
+  -- is the leases set, full form, since it has this token's lease), and that lease still running. Other holders
+  -- whose lease ran out stay until the next full pass purges them.
+  local s = present == 1 and redis.call('ZSCORE', KEYS[2], token)
+  if s then
+    local t = redis.call('TIME')
+    if tonumber(s) > tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) then
+      if record[2] == token then
+        redis.call('HDEL', KEYS[1], field, 'w')
+      else
+        redis.call('HDEL', KEYS[1], field)
+      end
+      redis.call('ZREM', KEYS[2], token)
+      -- Nobody left: the lock is gone. Else both keys keep their expiry, at least the longest lease left.
+      if redis.call('ZCARD', KEYS[2]) == 0 then
+        redis.call('DEL', KEYS[1], KEYS[2])
+      end
+      return 2
+    end
   end
 end
 ` +

@@ -143,6 +143,32 @@ describe('Redis commands per operation (private redis-server)', () => {
     expect(await keysUnder(admin, engine.settings.keyPrefix)).toEqual([]);
   });
 
+  it('a reader joins and leaves a read lock that other readers hold and nobody waits for in a few commands, without a purge', async () => {
+    const engine = kit.engine({ redis: url });
+    const other = kit.peer(engine, { redis: url });
+    const first = await engine.acquire('k', { mode: 'read' });
+    const second = await other.acquire('k', { mode: 'read' }); // two holders: the full form (a leases set)
+    await quietThenReset();
+    const third = await engine.acquire('k', { mode: 'read' });
+    const joined = await commandCalls(admin);
+    await admin.config('RESETSTAT');
+    expect(await third.release()).toBe(true);
+    const left = await commandCalls(admin);
+    // One script call each. Joining: TIME, EXISTS, HMGET, EXISTS, HSET, ZADD, PEXPIREAT twice; leaving: HMGET,
+    // EXISTS, ZSCORE, TIME, HDEL, ZREM, ZCARD. The full pass costs about twice that (purge, expiry bookkeeping).
+    expect(roundTrips(joined)).toEqual({ evalsha: 1 });
+    expect(roundTrips(left)).toEqual({ evalsha: 1 });
+    expect(total(joined) - 1).toBeLessThanOrEqual(8);
+    expect(total(left) - 1).toBeLessThanOrEqual(7);
+    expect(joined.zrangebyscore ?? 0).toBe(0);
+    expect(left.zrangebyscore ?? 0).toBe(0);
+    expect((await engine.inspect('k'))?.holders.map((h) => h.fencingToken).sort()).toEqual([first.fencingToken, second.fencingToken].sort());
+    expect(third.fencingToken).toBeGreaterThan(second.fencingToken);
+    await first.release();
+    await second.release();
+    expect(await keysUnder(admin, engine.settings.keyPrefix)).toEqual([]);
+  });
+
   it('the watchdog renews many holds in one round trip per tick', async () => {
     const engine = kit.engine({ redis: url });
     const holds = await Promise.all(Array.from({ length: 50 }, (_, i) => engine.acquire(`h${i}`, { leaseMs: 600, autoExtend: true })));

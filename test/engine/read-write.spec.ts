@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import type { LockHandle } from '../../lib/types/lock.types.js';
 import { LockTestKit, keysUnder, sleep, track, until } from '../support/lock-test-kit.js';
+import type { AcquireCall } from '../../lib/redis/lock-store.js';
 
 describe('read/write exclusion', () => {
   const kit = new LockTestKit();
@@ -38,6 +39,51 @@ describe('read/write exclusion', () => {
     expect(writeInfo?.mode).toBe('write');
     expect(writeInfo?.holders).toHaveLength(1);
     await w.release();
+    expect(await keysUnder(redis, engine.settings.keyPrefix)).toEqual([]);
+  });
+
+  it('readers that join and leave a shared lock: a lease that ran out is not released as held, and stays out of the way', async () => {
+    const engine = kit.engine();
+    const redis = kit.redis();
+    const store = kit.store(engine);
+    const lock = store.lock('k');
+    let seq = 0;
+    const read = (token: string, leaseMs: number): AcquireCall => ({
+      lock,
+      mode: 'read',
+      token,
+      leaseMs,
+      seq: ++seq,
+      undoSeq: ++seq,
+      ownerId: token,
+      downgradeToken: '',
+      waiterId: '',
+      reentry: false,
+      fair: false,
+    });
+    const [a, b, c, d, e] = ['a', 'b', 'c', 'd', 'e'].map((ch) => ch.repeat(32));
+    for (const token of [a, b]) expect((await store.acquire(read(token, 30_000))).granted).toBe(true);
+    // c joins the full form with a short lease, and dies: nothing renews or releases it.
+    const dead = await store.acquire(read(c, 150));
+    expect(dead.granted).toBe(true);
+    await sleep(300);
+    // Readers still join and leave around the dead lease.
+    expect((await store.acquire(read(d, 30_000))).granted).toBe(true);
+    expect((await engine.inspect('k'))?.holders).toHaveLength(3);
+    for (const token of [d, a, b]) expect(await store.release(lock, token, ++seq)).toBe('ended');
+    expect(await engine.inspect('k')).toBeNull();
+    // A writer gets in at once, whatever the dead lease left, and its release leaves nothing behind.
+    const writer = await engine.acquire('k', { waitTimeoutMs: 0 });
+    expect(writer.fencingToken).toBeGreaterThan(dead.granted ? dead.fencingToken : Infinity);
+    expect(await writer.release()).toBe(true);
+    expect(await keysUnder(redis, engine.settings.keyPrefix)).toEqual([]);
+
+    // A reader whose lease ran out, released late among live readers: not a release of a hold.
+    for (const [token, leaseMs] of [[a, 30_000], [e, 150]] as const) expect((await store.acquire(read(token, leaseMs))).granted).toBe(true);
+    await sleep(300);
+    expect(await store.release(lock, e, ++seq)).toBe('not-held');
+    expect((await engine.inspect('k'))?.holders).toHaveLength(1);
+    expect(await store.release(lock, a, ++seq)).toBe('ended');
     expect(await keysUnder(redis, engine.settings.keyPrefix)).toEqual([]);
   });
 
