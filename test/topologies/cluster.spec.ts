@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { readFileSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
@@ -227,6 +228,29 @@ describe('on a real 3-master Redis Cluster', () => {
     const after = { spublish: await c.callsPerNode(/^spublish$/), publish: await c.callsPerNode(/^publish$/) };
     for (const { master } of keys) expect(after.spublish.get(master.port)! - before.spublish.get(master.port)!).toBeGreaterThan(0);
     for (const [port, calls] of after.publish) expect(calls - before.publish.get(port)!).toBe(0);
+  });
+
+  maybe(`on Cluster clients with ioredis' own keyPrefix, the keys get that prefix and a release still wakes the waiter${skipped}`, async () => {
+    const c = cluster!;
+    const prefix = uniquePrefix('cluster-kp');
+    const [a, b] = [0, 1].map(() => {
+      const client = c.client({ keyPrefix: 'app:' });
+      kit.add(() => c.close(client));
+      return kit.engine({ redis: client, keyPrefix: prefix });
+    });
+    kit.watchKeys(`app:${prefix}`, c.keysUnder);
+    for (const { key, master } of await keyPerMaster(c, `app:${prefix}`)) {
+      const held = await a.acquire(key, { leaseMs: 60_000 });
+      expect(await stateOn(master, `app:${prefix}`, key)).toBe(true);
+      const waiting = track(b.acquire(key, { waitTimeoutMs: 30_000 }));
+      await until(async () => ((await a.inspect(key))?.waiting ?? 0) === 1, 5_000, 'the waiter to register');
+      const released = performance.now();
+      await held.release();
+      await until(() => waiting.settled, 10_000, 'the waiter to be woken');
+      // Woken by the release, not by its own retry (the 60 s lease) or its 30 s wait running out.
+      expect(waiting.at! - released).toBeLessThan(2_000);
+      await (await waiting.promise).release();
+    }
   });
 
   maybe(`the watchdog renews 2,000 holds over 3 masters in a few script calls per node and round, none lost${skipped}`, async () => {
