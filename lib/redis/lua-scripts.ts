@@ -18,8 +18,8 @@ import { createHash } from 'node:crypto';
  * extension touches the lock. So: state without leases = single-holder form, its one `h:` field holds the lease
  * while the key exists; state with leases = full form, both keys expiring together, at the latest lease or (after a
  * release on the shared fast path, which leaves the expiry as it was) later. Readers join and leave a full-form lock
- * that nobody waits for on shared fast paths, which do not purge holders whose lease ran out (the next full pass
- * does): such a holder blocks no reader, and a writer or any waiter takes the full pass.
+ * that nobody waits for on shared fast paths: a join takes the full pass (which purges) as soon as any lease ran
+ * out, so holders that died do not pile up; a leave does not purge.
  *
  * `seq` is an increasing operation number per owner (so per token): a command that the client re-sends after a
  * reconnect carries a `seq` Redis has already seen and is not applied a second time.
@@ -48,11 +48,17 @@ local function lockKeys(keys)
 end
 
 -- Single-holder form to full form: the sole holder's lease, kept as the state's own expiry, moves into the
--- leases set. No-op when the lock is free or already in full form.
-local function expand(K)
+-- leases set. No-op when the lock is free or already in full form. A lease that ran out by now (Redis shows keys
+-- as of the script's start, and a batch runs its items later than that) frees the lock instead: a leases set
+-- expiring in the past would vanish at once and leave the holder's record without a lease.
+local function expand(K, now)
   if redis.call('EXISTS', K.leases) == 1 then return end
   local at = redis.call('PEXPIRETIME', K.state)
   if at < 0 then return end
+  if at <= now then
+    redis.call('DEL', K.state)
+    return
+  end
   local fields = redis.call('HKEYS', K.state)
   for i = 1, #fields do
     if string.sub(fields[i], 1, 2) == 'h:' then
@@ -174,10 +180,11 @@ if not reentry then
   if present == 0 then
     free = true
   elseif st and st[2] then
-    -- Shared fast path: readers hold the lock in full form (KEYS[2] leases exists), no writer holds it, nobody waits
-    -- (the state is the one key of the four), and this token holds nothing here: join them. Holders whose lease ran
-    -- out stay until the next full pass purges them; they block no reader.
-    if not st[1] and not st[3] and redis.call('EXISTS', KEYS[2]) == 1 then
+    -- Shared fast path: readers hold the lock in full form (KEYS[2] leases exists, its shortest lease still
+    -- running: a holder that ran out takes the full pass, which purges it), no writer holds it, nobody waits (the
+    -- state is the one key of the four), and this token holds nothing here: join them.
+    local shortest = not st[1] and not st[3] and redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+    if shortest and shortest[2] and tonumber(shortest[2]) > now then
       local fence = nowus
       if tonumber(st[2]) >= fence then fence = tonumber(st[2]) + 1 end
       local f = string.format('%.0f', fence)
@@ -212,7 +219,7 @@ end
     PRELUDE +
     `
 local K = lockKeys(KEYS)
-expand(K)
+expand(K, now)
 local purged = purge(K, now)
 local held = redis.call('HGET', K.state, field)
 if held then

@@ -154,7 +154,7 @@ describe('Redis commands per operation (private redis-server)', () => {
     await admin.config('RESETSTAT');
     expect(await third.release()).toBe(true);
     const left = await commandCalls(admin);
-    // One script call each. Joining: TIME, EXISTS, HMGET, EXISTS, HSET, ZADD, PEXPIREAT twice; leaving: HMGET,
+    // One script call each. Joining: TIME, EXISTS, HMGET, ZRANGE, HSET, ZADD, PEXPIREAT twice; leaving: HMGET,
     // EXISTS, ZSCORE, TIME, HDEL, ZREM, ZCARD. The full pass costs about twice that (purge, expiry bookkeeping).
     expect(roundTrips(joined)).toEqual({ evalsha: 1 });
     expect(roundTrips(left)).toEqual({ evalsha: 1 });

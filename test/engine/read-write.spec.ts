@@ -42,7 +42,7 @@ describe('read/write exclusion', () => {
     expect(await keysUnder(redis, engine.settings.keyPrefix)).toEqual([]);
   });
 
-  it('readers that join and leave a shared lock: a lease that ran out is not released as held, and stays out of the way', async () => {
+  it('readers that join and leave a shared lock: a dead reader stays out of the way, is purged by the next join, and its late release is not a release', async () => {
     const engine = kit.engine();
     const redis = kit.redis();
     const store = kit.store(engine);
@@ -61,16 +61,17 @@ describe('read/write exclusion', () => {
       reentry: false,
       fair: false,
     });
+    const names = lock as unknown as { state: string; leases: string };
     const [a, b, c, d, e] = ['a', 'b', 'c', 'd', 'e'].map((ch) => ch.repeat(32));
     for (const token of [a, b]) expect((await store.acquire(read(token, 30_000))).granted).toBe(true);
-    // c joins the full form with a short lease, and dies: nothing renews or releases it.
+    // c joins the full form with a short lease, d right after it; then c dies: nothing renews or releases it.
     const dead = await store.acquire(read(c, 150));
     expect(dead.granted).toBe(true);
-    await sleep(300);
-    // Readers still join and leave around the dead lease.
     expect((await store.acquire(read(d, 30_000))).granted).toBe(true);
-    expect((await engine.inspect('k'))?.holders).toHaveLength(3);
+    await sleep(300);
+    // The others leave on the shared path, which does not purge: c's record outlives them.
     for (const token of [d, a, b]) expect(await store.release(lock, token, ++seq)).toBe('ended');
+    expect(await redis.hexists(names.state, `h:${c}`)).toBe(1);
     expect(await engine.inspect('k')).toBeNull();
     // A writer gets in at once, whatever the dead lease left, and its release leaves nothing behind.
     const writer = await engine.acquire('k', { waitTimeoutMs: 0 });
@@ -78,12 +79,21 @@ describe('read/write exclusion', () => {
     expect(await writer.release()).toBe(true);
     expect(await keysUnder(redis, engine.settings.keyPrefix)).toEqual([]);
 
+    // A reader joining readers among whom one died purges it: dead readers do not pile up under read traffic.
+    for (const [token, leaseMs] of [[a, 30_000], [c, 150], [b, 30_000]] as const) {
+      expect((await store.acquire(read(token, leaseMs))).granted).toBe(true);
+    }
+    await sleep(300);
+    expect((await store.acquire(read(d, 30_000))).granted).toBe(true);
+    expect(await redis.hexists(names.state, `h:${c}`)).toBe(0);
+    expect((await redis.zrange(names.leases, '0', '-1')).sort()).toEqual([a, b, d].sort());
+
     // A reader whose lease ran out, released late among live readers: not a release of a hold.
-    for (const [token, leaseMs] of [[a, 30_000], [e, 150]] as const) expect((await store.acquire(read(token, leaseMs))).granted).toBe(true);
+    expect((await store.acquire(read(e, 150))).granted).toBe(true);
     await sleep(300);
     expect(await store.release(lock, e, ++seq)).toBe('not-held');
-    expect((await engine.inspect('k'))?.holders).toHaveLength(1);
-    expect(await store.release(lock, a, ++seq)).toBe('ended');
+    expect((await engine.inspect('k'))?.holders).toHaveLength(3);
+    for (const token of [a, b, d]) expect(await store.release(lock, token, ++seq)).toBe('ended');
     expect(await keysUnder(redis, engine.settings.keyPrefix)).toEqual([]);
   });
 

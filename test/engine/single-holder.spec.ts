@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import type { Redis } from 'ioredis';
+import { ACQUIRE } from '../../lib/redis/lua-scripts.js';
 import { LockTestKit, keysUnder, leaseExpiry, redisNames, sleep, track, until } from '../support/lock-test-kit.js';
 
 /** Redis server time in milliseconds. */
@@ -16,6 +17,31 @@ async function redisNowMs(redis: Redis): Promise<number> {
 describe('single-holder form', () => {
   const kit = new LockTestKit();
   afterEach(() => kit.closeAll());
+
+  it("a sole holder's lease that runs out while a script runs (a later item of a batch) frees the lock: no holder is left without a lease", async () => {
+    const engine = kit.engine();
+    const redis = kit.redis();
+    const names = redisNames(engine.settings.keyPrefix, 'k');
+    const keys = [names.state, names.leases, names.writers, names.readers, names.queue, names.deadlines];
+    const acquire = (args: string[]) => redis.eval(ACQUIRE.source, keys.length, ...keys, ...args);
+    const [a, b] = ['a', 'b'].map((ch) => ch.repeat(32));
+    expect(await acquire([a, 'r', '5', '1', 'host|1|app|a', '', ''])).toEqual([1, expect.any(Number), 0]);
+    // Redis shows keys as of a script's start: a script that runs past a's lease (as the later items of a batch do)
+    // still sees the state, while its own clock says the lease ran out.
+    const late = `local function one(KEYS, ARGV)\n${ACQUIRE.source}\nend
+local ends = redis.call('PEXPIRETIME', KEYS[1])
+repeat local t = redis.call('TIME') until tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) > ends
+return one(KEYS, ARGV)`;
+    expect(await redis.eval(late, keys.length, ...keys, b, 'r', '60000', '2', 'host|1|app|b', '', '')).toEqual([1, expect.any(Number), 0]);
+    // a's record went with its lease; b holds alone, with a lease.
+    expect(await redis.hexists(names.state, `h:${a}`)).toBe(0);
+    expect((await engine.inspect('k'))?.holders).toHaveLength(1);
+    // a is not held any more (a re-entry says so, rather than failing in the script), and may take the lock again.
+    expect(await acquire([a, 're', '30000', '3', 'host|1|app|a', '', ''])).toEqual([0, 0, 4]);
+    expect(await acquire([a, 'r', '30000', '4', 'host|1|app|a', '', ''])).toEqual([1, expect.any(Number), 0]);
+    expect((await engine.inspect('k'))?.holders).toHaveLength(2);
+    await redis.del(...keys);
+  });
 
   it('an uncontended hold is one key, expiring with its lease, and leaves nothing once released', async () => {
     const engine = kit.engine();
