@@ -1,5 +1,6 @@
 import { PerformanceObserver } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
+import type { Command } from 'ioredis';
 import type { BenchConfig } from '../config.js';
 import { LockEngine } from '../../lib/index.js';
 import type { LockHandle } from '../../lib/index.js';
@@ -79,20 +80,21 @@ async function acquireMany(engine: LockEngine, locks: number): Promise<LockHandl
 export async function measureWatchdog(url: string, stats: RedisStats, locks: number, leaseMs: number, windowMs: number): Promise<WatchdogMeasurement> {
   const client = new Redis(url);
   const calls: ScriptCall[] = [];
-  const original = client.evalsha.bind(client) as (...args: unknown[]) => Promise<unknown>;
   let recording = false;
-  (client as unknown as { evalsha: (...args: unknown[]) => Promise<unknown> }).evalsha = (...args: unknown[]) => {
-    const reply = original(...args);
-    if (recording) {
-      const call: ScriptCall = { sentAt: performance.now(), repliedAt: Number.NaN, holds: Number(args[1]) / 2, cpuAtSend: cpuNow(), cpuAfter: Number.NaN };
+  // Every script call of the library goes through sendCommand (as EVALSHA, or EVAL after NOSCRIPT).
+  const original = client.sendCommand.bind(client);
+  client.sendCommand = (command: Command, stream?: never) => {
+    const sent = original(command, stream);
+    if (recording && (command.name === 'evalsha' || command.name === 'eval')) {
+      const call: ScriptCall = { sentAt: performance.now(), repliedAt: Number.NaN, holds: Number(command.args[1]) / 2, cpuAtSend: cpuNow(), cpuAfter: Number.NaN };
       calls.push(call);
       const done = () => {
         call.repliedAt = performance.now();
         setImmediate(() => (call.cpuAfter = cpuNow()));
       };
-      reply.then(done, done);
+      command.promise.then(done, done);
     }
-    return reply;
+    return sent;
   };
   const engine = new LockEngine({ redis: client, keyPrefix: `bench:wd:${leaseMs}:`, leaseMs });
   let lost = 0;
