@@ -5,7 +5,11 @@ export interface BenchConfig {
   readonly only: readonly string[];
   /** Repetitions of every timed measurement; the contender order alternates between them. */
   readonly reps: number;
-  readonly uncontended: { readonly warmupMs: number; readonly durationMs: number; readonly workers: readonly number[] };
+  /**
+   * Every contender is created once per worker count and warmed up once; then `rounds` rounds run each contender for
+   * one `sliceMs` slice, in alternating order, so a drift of the machine's load hits every contender alike.
+   */
+  readonly uncontended: { readonly warmupMs: number; readonly sliceMs: number; readonly rounds: number; readonly workers: readonly number[] };
   readonly handoff: { readonly waiters: number; readonly holdMs: number; readonly warmupRounds: number; readonly minRounds: number; readonly maxRounds: number; readonly budgetMs: number };
   readonly commands: { readonly uncontendedCycles: number; readonly contendedRounds: number };
   readonly readWrite: { readonly workers: number; readonly warmupMs: number; readonly durationMs: number };
@@ -50,7 +54,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Ben
       quick,
       only,
       reps: 1,
-      uncontended: { warmupMs: 200, durationMs: 500, workers: [1, 50] },
+      uncontended: { warmupMs: 200, sliceMs: 250, rounds: 2, workers: [1, 50] },
       handoff: { waiters: 20, holdMs: 1, warmupRounds: 1, minRounds: 2, maxRounds: 5, budgetMs: 400 },
       commands: { uncontendedCycles: 200, contendedRounds: 2 },
       readWrite: { workers: 50, warmupMs: 200, durationMs: 500 },
@@ -64,7 +68,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Ben
     quick,
     only,
     reps: 3,
-    uncontended: { warmupMs: 1_000, durationMs: 3_000, workers: [1, 50] },
+    uncontended: { warmupMs: 1_000, sliceMs: 750, rounds: 12, workers: [1, 50] },
     handoff: { waiters: 20, holdMs: 1, warmupRounds: 3, minRounds: 5, maxRounds: 60, budgetMs: 3_000 },
     commands: { uncontendedCycles: 1_000, contendedRounds: 10 },
     readWrite: { workers: 50, warmupMs: 1_000, durationMs: 3_000 },

@@ -19,7 +19,9 @@ export function renderTables(r: BenchResults): string {
   );
 
   for (const { workers, rows } of r.uncontended?.byWorkers ?? []) {
-    out.push(`### 1. Uncontended, ${workers} worker(s) on distinct keys (${r.config.uncontended.durationMs / 1000} s per repetition)`);
+    out.push(
+      `### 1. Uncontended, ${workers} worker(s) on distinct keys (${r.config.uncontended.rounds} rounds of ${r.config.uncontended.sliceMs / 1000} s slices, contenders interleaved; medians, × bare = median of the per-round ratios)`,
+    );
     out.push(
       table(
         ['contender', 'cycles/s', '× bare', 'p50 ms', 'p99 ms', 'Node CPU', 'Node µs/cycle', 'Redis CPU', 'Redis µs/cycle'],

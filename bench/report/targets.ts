@@ -1,5 +1,6 @@
 import type { BenchResults, TargetResult } from '../results.js';
 import { fmt } from './format.js';
+import { medianRatio } from '../scenarios/uncontended.scenario.js';
 
 const LIBRARY = ['engine', 'service'] as const;
 const NAMES: Record<string, string> = { engine: 'LockEngine', service: 'LockService' };
@@ -25,7 +26,7 @@ export function evaluateTargets(r: BenchResults): TargetResult[] {
       if (!row) continue;
       out.push(atLeast('1 uncontended', `${NAMES[id]}, ${workers} worker(s): ≥ 0.9× bare`, row.ratioToBare, 0.9, `${fmt.ratio(row.ratioToBare)} bare`));
       if (best) {
-        const vsBest = row.cyclesPerSec / best.cyclesPerSec;
+        const vsBest = medianRatio(row, best);
         out.push(
           atLeast('1 uncontended', `${NAMES[id]}, ${workers} worker(s): ahead of every peer`, vsBest, 1, `${fmt.ratio(vsBest)} best peer (${best.id})`),
         );
