@@ -249,7 +249,14 @@ describe.each(STORE_KINDS)('leases, fencing and administration (%s store)', (kin
       ['read', 1],
       ['read', 1],
     ]);
-    expect(shared?.fencingToken).toBe(r2.fencingToken);
+    if (kind === 'quorum') {
+      // A quorum grant waits for the slower masters only a grace (as long again as the majority took, at least
+      // 5 ms): a master answering later may record a later token than the holder was given, and inspect reports
+      // the largest any master has (README, quorum mode). Never a smaller one.
+      expect(shared?.fencingToken).toBeGreaterThanOrEqual(r2.fencingToken);
+    } else {
+      expect(shared?.fencingToken).toBe(r2.fencingToken);
+    }
     await r1.release();
     await r2.release();
   });
