@@ -174,7 +174,7 @@ export class Acquirer {
     const waiterId = waiting ? this.room.nextWaiterId() : '';
     // The waiting machinery is set up only when needed, except that when this process already receives the lock's
     // wake-ups, a waiter listens before its first attempt: no wake-up is missed.
-    let wait: Wait | undefined = waiting && this.room.isLive(lock) ? this.room.enter(lock, mode, waiterId, owner.id, start) : undefined;
+    let wait: Wait | undefined = waiting && this.room.isLive(lock) ? this.room.enter(lock, mode, options.fair, waiterId, owner.id, start) : undefined;
     let registered = false;
     let contended = false;
     let granted = false;
@@ -213,6 +213,7 @@ export class Acquirer {
           return hold;
         }
         registered = waiting;
+        if (waiting) wait?.markRegistered();
         if (!contended) {
           contended = true;
           this.events.emit('contended', { key: lock.key, mode, owner: owner.id });
@@ -226,7 +227,8 @@ export class Acquirer {
         }
         if (!wait) {
           // Listen, then try again at once: a release between the attempt above and the subscription is not lost.
-          wait = this.room.enter(lock, mode, waiterId, owner.id, start);
+          wait = this.room.enter(lock, mode, options.fair, waiterId, owner.id, start);
+          wait.markRegistered();
           await this.subscribed(wait, Math.min(remaining, this.commandTimeoutMs));
           continue;
         }

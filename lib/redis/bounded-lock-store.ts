@@ -10,6 +10,8 @@ import type {
   ReleaseReply,
   RenewCall,
   StorePing,
+  WaitingCall,
+  WaitingReply,
   WakeUp,
   WakeUpSubscription,
 } from './lock-store.js';
@@ -83,6 +85,10 @@ export class BoundedLockStore implements LockStore {
 
   cancelWait(lock: LockRef, mode: LockMode, waiterId: string): Promise<void> {
     return this.bound(this.inner.cancelWait(lock, mode, waiterId), 'cancelWait', lock.key);
+  }
+
+  keepWaiting(waits: readonly WaitingCall[]): Promise<WaitingReply[]> {
+    return this.bound(this.inner.keepWaiting(waits), 'keepWaiting', waits.length === 1 ? waits[0].lock.key : undefined);
   }
 
   forceRelease(lock: LockRef): Promise<boolean> {

@@ -16,6 +16,8 @@ import type {
   ReleaseReply,
   RenewCall,
   StorePing,
+  WaitingCall,
+  WaitingReply,
   WakeUp,
   WakeUpSubscription,
 } from './lock-store.js';
@@ -285,6 +287,22 @@ export class QuorumLockStore implements LockStore {
       (outs) => outs.every(Boolean),
     );
     this.answeredOrThrow(outcomes);
+  }
+
+  /**
+   * The waiters' heartbeat on every master. A waiter attempts again as soon as any master that answered says so (it
+   * may get in there, or its registration is gone there): the attempt re-registers it on every master. Masters that
+   * do not answer in time are left out; with fewer than a majority answering the call fails (the waiters keep their
+   * own retry timers).
+   */
+  async keepWaiting(waits: readonly WaitingCall[]): Promise<WaitingReply[]> {
+    const outcomes = await this.gather(
+      this.masters.map((m) => m.store.keepWaiting(waits)),
+      this.masterBound(),
+      (outs) => outs.every(Boolean),
+    );
+    const answered = this.answeredOrThrow(outcomes);
+    return waits.map((_, i) => (answered.some((r) => r[i] === 'attempt') ? 'attempt' : 'waiting'));
   }
 
   /** Frees the lock on every master; `true` if any master had it held. */

@@ -17,10 +17,12 @@ import type {
   ReleaseReply,
   RenewCall,
   StorePing,
+  WaitingCall,
+  WaitingReply,
   WakeUp,
   WakeUpSubscription,
 } from './lock-store.js';
-import { ACQUIRE, ACQUIRE_BATCH, ALL_SCRIPTS, CANCEL_WAIT, EXTEND, FORCE_RELEASE, INSPECT, RELEASE, RENEW_MANY, RENEW_MANY_CROSS_SLOT, RELEASE_BATCH, sharded } from './lua-scripts.js';
+import { ACQUIRE, ACQUIRE_BATCH, ALL_SCRIPTS, CANCEL_WAIT, EXTEND, FORCE_RELEASE, INSPECT, KEEP_WAITING, RELEASE, RENEW_MANY, RENEW_MANY_CROSS_SLOT, RELEASE_BATCH, sharded } from './lua-scripts.js';
 import type { LuaScript } from './lua-scripts.js';
 import { unavailable } from './redis-failures.js';
 import { NotReplicated, ReplicaAcks } from './replica-wait.js';
@@ -241,6 +243,30 @@ export class RedisLockStore implements LockStore {
     await this.run(CANCEL_WAIT, (lock as LockKeys).all, [waiterId, modeCode(mode)]);
   }
 
+  /**
+   * KEEP_WAITING. KEYS: the 6 keys of each waiter's lock; ARGV: waiter id, mode, fair flag of each. One call per
+   * chunk of up to 200 waiters; on a Cluster one per slot (a process waits on few locks at a time).
+   */
+  async keepWaiting(waits: readonly WaitingCall[]): Promise<WaitingReply[]> {
+    const all = waits.map((_, i) => i);
+    const groups = this.client.isCluster ? [...groupBy(all, (i) => slotOf((waits[i].lock as LockKeys).state)).values()] : chunks(all, RENEW_CHUNK);
+    const out = new Array<WaitingReply>(waits.length).fill('waiting');
+    await Promise.all(
+      groups.map(async (batch) => {
+        const keys: string[] = [];
+        const args: string[] = [];
+        for (const i of batch) {
+          const { lock, mode, waiterId, fair } = waits[i];
+          keys.push(...(lock as LockKeys).all);
+          args.push(waiterId, modeCode(mode), fair ? '1' : '0');
+        }
+        const replies = (await this.run(KEEP_WAITING, keys, args)) as number[];
+        batch.forEach((i, j) => (out[i] = replies[j] === 1 ? 'waiting' : 'attempt'));
+      }),
+    );
+    return out;
+  }
+
   /** FORCE_RELEASE. No ARGV. Reply 1 if it was held. */
   async forceRelease(lock: LockRef): Promise<boolean> {
     return (await this.run(FORCE_RELEASE, (lock as LockKeys).all, [])) === 1;
@@ -443,6 +469,18 @@ function acquireReply(raw: unknown): AcquireReply {
 /** An error reply of the server (as opposed to a connection failure). */
 function isReplyError(err: unknown): boolean {
   return err instanceof Error && err.name === 'ReplyError';
+}
+
+/** `items` grouped by `keyOf`, in first-seen order. */
+function groupBy<T, K>(items: readonly T[], keyOf: (item: T) => K): Map<K, T[]> {
+  const groups = new Map<K, T[]>();
+  for (const item of items) {
+    const key = keyOf(item);
+    const group = groups.get(key);
+    if (group) group.push(item);
+    else groups.set(key, [item]);
+  }
+  return groups;
 }
 
 /** `items` in runs of at most `size`. */

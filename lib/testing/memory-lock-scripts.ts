@@ -1,4 +1,5 @@
-import type { AcquireCall, AcquireReply, BlockedBy, HolderIdentity, ReleaseReply } from '../redis/lock-store.js';
+import type { AcquireCall, AcquireReply, BlockedBy, HolderIdentity, ReleaseReply, WaitingCall, WaitingReply } from '../redis/lock-store.js';
+import { WAITER_LEASE_MS } from '../redis/lua-scripts.js';
 import type { LockMode } from '../types/lock.types.js';
 import { dropHolds, liveCount, purge, purgeQueue, queueMember, settle, top, wake } from './memory-lock-prelude.js';
 import type { MemoryLockState, ScriptScope } from './memory-lock-world.js';
@@ -86,23 +87,23 @@ export function acquire(s: MemoryLockState, call: AcquireCall, identity: HolderI
     settle(s);
     wake(s, x);
   }
+  // When to retry if no wake-up comes first: when the blocking leases can have run out (see ACQUIRE).
   let until: number;
   if (blocked === 'writer') {
     until = s.leases.get(writer!) ?? now;
-  } else if (blocked === 'readers') {
-    until = top(s.leases) ?? now;
-  } else if (blocked === 'waiting-writer') {
-    until = top(s.writers) ?? now;
   } else {
-    // Behind the fair queue: retry when its head's registration can have run out (if no wake-up came first).
-    const head = s.queue.keys().next();
-    until = head.done ? now : s.queue.get(head.value)!;
-    const heldUntil = top(s.leases);
-    if (heldUntil !== undefined && heldUntil < until) until = heldUntil;
+    until = top(s.leases) ?? 0;
+    if (until <= now && blocked === 'waiting-writer') {
+      until = top(s.writers) ?? now;
+    } else if (until <= now && blocked === 'fair-queue') {
+      const head = s.queue.keys().next();
+      until = head.done ? now : s.queue.get(head.value)!;
+    }
   }
   const waitMs = Math.max(until - now, 0);
   if (member !== '') {
-    const expiry = now + waitMs + leaseMs;
+    // The registration's liveness lease: the waiter's heartbeat renews it while the waiter lives.
+    const expiry = now + WAITER_LEASE_MS;
     // Map.set keeps a queued member in its place: arrival order is insertion order.
     if (fair || queued) s.queue.set(member, expiry);
     else (write ? s.writers : s.readers).set(waiterId, expiry);
@@ -169,6 +170,25 @@ export function cancelWait(s: MemoryLockState, mode: LockMode, waiterId: string,
   s.queue.delete(queueMember(mode, waiterId));
   if (purge(s, x.now)) settle(s);
   wake(s, x);
+}
+
+/**
+ * KEEP_WAITING for one waiter: renews a live registration (never re-creates one), passes over dead waiters and says
+ * whether the waiter may get in now. `woken`: what `wake` woke earlier in the same call, per lock state.
+ */
+export function keepWaiting(s: MemoryLockState, wait: WaitingCall, x: ScriptScope, woken: Map<MemoryLockState, string[]>): WaitingReply {
+  const { mode, waiterId, fair } = wait;
+  const member = fair ? queueMember(mode, waiterId) : waiterId;
+  const set = fair ? s.queue : mode === 'write' ? s.writers : s.readers;
+  const score = set.get(member);
+  if (score === undefined || score <= x.now) return 'attempt';
+  set.set(member, x.now + WAITER_LEASE_MS);
+  let named = woken.get(s);
+  if (!named) {
+    named = wake(s, x);
+    woken.set(s, named);
+  }
+  return named.includes(!fair && mode === 'read' ? 'r' : member) ? 'attempt' : 'waiting';
 }
 
 /** FORCE_RELEASE: free the lock whoever holds it. `true` if it was held. */

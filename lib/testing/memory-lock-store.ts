@@ -8,6 +8,8 @@ import type {
   ReleaseReply,
   RenewCall,
   StorePing,
+  WaitingCall,
+  WaitingReply,
   WakeUp,
   WakeUpSubscription,
 } from '../redis/lock-store.js';
@@ -83,6 +85,11 @@ export class MemoryLockStore implements LockStore {
 
   async cancelWait(lock: LockRef, mode: LockMode, waiterId: string): Promise<void> {
     this.run(lock, (s, x) => scripts.cancelWait(s, mode, waiterId, x));
+  }
+
+  async keepWaiting(waits: readonly WaitingCall[]): Promise<WaitingReply[]> {
+    const woken = new Map<MemoryLockState, string[]>();
+    return waits.map((wait) => this.run(wait.lock, (s, x) => scripts.keepWaiting(s, wait, x, woken)));
   }
 
   async forceRelease(lock: LockRef): Promise<boolean> {
