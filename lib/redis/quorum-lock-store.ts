@@ -110,6 +110,11 @@ export class QuorumLockStore implements LockStore {
    * Forgotten after the attempt's lease.
    */
   private readonly undone = new Set<string>();
+  /**
+   * Per registered waiter id: the lane of its attempts (lock and token), so that its withdrawal reaches each master
+   * after every attempt still queued for it there, and no attempt registers it again after it gave up.
+   */
+  private readonly waiterLanes = new Map<string, string>();
 
   constructor(
     inputs: readonly RedisConnectionInput[],
@@ -155,6 +160,7 @@ export class QuorumLockStore implements LockStore {
     const lane = laneOf(call.lock, call.token);
     const attempt = `${lane}\u0000${call.seq}`;
     if (this.undone.has(attempt)) return { granted: false, retryInMs: 0, blockedBy: 'writer' };
+    if (call.waiterId !== '') this.waiterLanes.set(call.waiterId, lane);
     const sentAt = performance.now();
     const raws = this.masters.map((m) => this.inLane(m, lane, () => m.store.acquire(call)));
     for (const r of raws) r.catch(() => undefined);
@@ -179,6 +185,7 @@ export class QuorumLockStore implements LockStore {
     const grants = outcomes.filter(grantedBy);
     const granted = grants.length >= q && (call.reentry || validity > 0);
     if (granted) {
+      this.waiterLanes.delete(call.waiterId);
       const replies = grants.map((o) => (o as { value: AcquireReply & { granted: true } }).value);
       // Waiter registrations left on masters that did not grant are withdrawn there once they answer.
       if (call.waiterId !== '') {
@@ -226,8 +233,11 @@ export class QuorumLockStore implements LockStore {
 
   async release(lock: LockRef, token: string, seq: number | undefined): Promise<ReleaseReply> {
     const lane = laneOf(lock, token);
+    const calls = this.masters.map((m) => this.inLane(m, lane, () => m.store.release(lock, token, seq)));
+    // The call is decided by a majority; the slower masters' releases go on, and `close` lets them finish.
+    for (const call of calls) this.track(call.then(noop, noop));
     const outcomes = await this.gather(
-      this.masters.map((m) => this.inLane(m, lane, () => m.store.release(lock, token, seq))),
+      calls,
       this.masterBound(),
       (outs) => outs.every(Boolean) || (['ended', 'level', 'not-held'] as const).some((r) => countOf(outs, r) >= this.quorum),
     );
@@ -280,12 +290,22 @@ export class QuorumLockStore implements LockStore {
     return false;
   }
 
+  /**
+   * Withdraws the waiter on every master, each after the attempts of it still queued for that master (its lane): an
+   * attempt that reaches a slow master later would register it again. A withdrawal still running when the call
+   * returns (a master slow or down) goes on in the background; `close` lets it finish (bounded).
+   */
   async cancelWait(lock: LockRef, mode: LockMode, waiterId: string): Promise<void> {
-    const outcomes = await this.gather(
-      this.masters.map((m) => m.store.cancelWait(lock, mode, waiterId)),
-      this.masterBound(),
-      (outs) => outs.every(Boolean),
-    );
+    const lane = this.waiterLanes.get(waiterId);
+    this.waiterLanes.delete(waiterId);
+    const calls = this.masters.map((m) => {
+      const cancel = () => m.store.cancelWait(lock, mode, waiterId);
+      const call = lane === undefined ? cancel() : this.inLane(m, lane, cancel);
+      // Failures reach the caller through the outcomes below, not the connection-error report.
+      this.track(call.then(noop, noop));
+      return call;
+    });
+    const outcomes = await this.gather(calls, this.masterBound(), (outs) => outs.every(Boolean));
     this.answeredOrThrow(outcomes);
   }
 
@@ -586,7 +606,12 @@ export class QuorumLockStore implements LockStore {
 
   /** Runs `work` on `master`'s lane in the background, tracked for `close`; failures are reported, never thrown. */
   private background(master: Master, lane: string, work: () => Promise<void>): void {
-    const task = this.inLane(master, lane, work).catch((err: unknown) => this.options.onConnectionError(err));
+    this.track(this.inLane(master, lane, work));
+  }
+
+  /** Keeps `work` among the tasks `close` lets finish; its failure is reported, never thrown. */
+  private track(work: Promise<void>): void {
+    const task = work.catch((err: unknown) => this.options.onConnectionError(err));
     this.tasks.add(task);
     void task.then(() => this.tasks.delete(task));
   }
@@ -678,6 +703,8 @@ export class QuorumLockStore implements LockStore {
     });
   }
 }
+
+function noop(): void {}
 
 function laneOf(lock: LockRef, token: string): string {
   return `${lock.key}\u0000${token}`;
