@@ -74,6 +74,11 @@ interface Master {
   readonly listeners: { event: 'close' | 'ready'; listener: () => void }[];
   /** Per lock and token: the tail of the commands sent to this master, so they reach it in order (see `inLane`). */
   readonly lanes: Map<string, Promise<void>>;
+  /**
+   * Its last call failed for want of an answer (timed out, connection down) and no answer came since: a call whose
+   * other masters can decide it does not wait for this one (see `gather`).
+   */
+  suspect: boolean;
 }
 
 /**
@@ -115,6 +120,8 @@ export class QuorumLockStore implements LockStore {
    * after every attempt still queued for it there, and no attempt registers it again after it gave up.
    */
   private readonly waiterLanes = new Map<string, string>();
+  /** The decision checks of the calls under way (`gather`), run again when a master becomes suspect. */
+  private readonly pending = new Set<() => void>();
 
   constructor(
     inputs: readonly RedisConnectionInput[],
@@ -135,6 +142,7 @@ export class QuorumLockStore implements LockStore {
           epoch: 0,
           listeners: [],
           lanes: new Map(),
+          suspect: false,
         };
         this.masters.push(master);
         this.watchRestarts(master);
@@ -498,6 +506,8 @@ export class QuorumLockStore implements LockStore {
   private watchRestarts(master: Master): void {
     const c = master.store.commandConnection;
     const onClose = () => {
+      master.suspect = true;
+      for (const check of [...this.pending]) check();
       master.epoch++;
       master.startedAt = undefined;
       master.requiredUptimeMs = Math.max(master.requiredUptimeMs, this.longestLeaseMs);
@@ -668,8 +678,13 @@ export class QuorumLockStore implements LockStore {
   }
 
   /**
-   * Each master's outcome, each bounded by `boundMs`, as soon as `decided` says the outcomes so far decide the call
-   * (or every master settled). Masters still unsettled then are `undefined`.
+   * Each master's outcome (`calls` in master order), each bounded by `boundMs`, as soon as `decided` says the outcomes
+   * so far decide the call (or every master settled). Masters still unsettled then are `undefined`.
+   *
+   * A master that is down (or paused) would make every call whose answers split wait for it until the bound: two
+   * contenders that each won one of the two live masters both wait for the third. So a suspect master (its last call
+   * got no answer, and none came since) counts as failed at once, as long as the others are a majority: the call is
+   * decided by the masters that answer. It is still sent the call, and its first answer clears the suspicion.
    */
   private gather<T>(
     calls: readonly Promise<T>[],
@@ -677,6 +692,11 @@ export class QuorumLockStore implements LockStore {
     decided: (outs: readonly (Outcome<T> | undefined)[], wakeAt: (at: number) => boolean) => boolean,
   ): Promise<(Outcome<T> | undefined)[]> {
     const outs: (Outcome<T> | undefined)[] = calls.map(() => undefined);
+    const view = () => {
+      const suspects = this.masters.filter((m) => m.suspect).length;
+      if (suspects === 0 || this.masters.length - suspects < this.quorum) return outs;
+      return outs.map((o, i) => o ?? (this.masters[i].suspect ? SUSPECT : undefined));
+    };
     return new Promise((resolve) => {
       let done = false;
       let timer: NodeJS.Timeout | undefined;
@@ -688,23 +708,33 @@ export class QuorumLockStore implements LockStore {
           if (!timer) timer = setTimeout(() => ((timer = undefined), check()), at - performance.now());
           return false;
         };
-        if (decided(outs, wakeAt)) {
+        const seen = view();
+        if (decided(seen, wakeAt)) {
           done = true;
           clearTimeout(timer);
-          resolve([...outs]);
+          this.pending.delete(check);
+          resolve([...seen]);
         }
       };
+      // A master's connection that closes meanwhile makes it suspect: the call may be decided without it now.
+      this.pending.add(check);
       calls.forEach((call, i) => {
+        const master = this.masters[i];
         void within(call, boundMs).then((o) => {
+          master.suspect = !o.ok && (o.error === TIMED_OUT || master.store.commandConnection.status !== 'ready');
           outs[i] = o;
           check();
         });
       });
+      check();
     });
   }
 }
 
 function noop(): void {}
+
+/** The outcome a suspect master counts as while it has not answered (see `gather`). */
+const SUSPECT: Outcome<never> = Object.freeze({ ok: false, error: TIMED_OUT });
 
 function laneOf(lock: LockRef, token: string): string {
   return `${lock.key}\u0000${token}`;
