@@ -154,6 +154,7 @@ export class Acquirer {
       throw err;
     }
     if (options.leaseMs > hold.leaseMs) hold.leaseMs = options.leaseMs;
+    if (options.holdAtLeastMs > hold.holdAtLeastMs) hold.holdAtLeastMs = options.holdAtLeastMs;
     this.events.emit('acquired', {
       key: hold.key,
       mode: hold.mode,
@@ -207,6 +208,7 @@ export class Acquirer {
         if (reply.granted) {
           granted = true;
           const hold = new Hold(owner, ownerKey, lock, mode, token, reply.fencingToken, options.leaseMs, options.autoExtend, sentAt);
+          hold.holdAtLeastMs = options.holdAtLeastMs;
           owner.keep(hold);
           this.keeper.track(hold);
           this.events.emit('acquired', { key: lock.key, mode, owner: owner.id, waitedMs: performance.now() - start, fencingToken: reply.fencingToken, reentrant: false });

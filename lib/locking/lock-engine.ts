@@ -20,6 +20,7 @@ import type { LockHandleImpl } from './lock-handle.js';
 import { DEFAULT_PING_TIMEOUT_MS, DEFAULT_REPLICA_WAIT_MS, resolveAcquireOptions, resolveEngineSettings } from './lock-options.js';
 import type { LockEngineSettings } from './lock-options.js';
 import { currentHandle, currentOwner, newInstanceId, runInOwnerScope, runWithHandle } from './owner-context.js';
+import { acquireOrSkip } from './skipping.js';
 import { WaitingRoom } from './waiting.js';
 
 /** Options of a `LockEngine`: the connection plus the engine settings (all optional but `redis`). */
@@ -35,6 +36,10 @@ export interface LockEngineOptions extends Partial<LockEngineSettings> {
 
 /** Per-call options of `withReadLock` / `withWriteLock` (the method fixes the mode). */
 export type ModeFixedOptions = Omit<AcquireOptions, 'mode'>;
+/** Options that skip a busy lock: `withLock` then resolves to `undefined` when the function was not run. */
+export type SkipOptions = AcquireOptions & { readonly ifLocked: 'skip' };
+/** Options that wait for a busy lock (the default): `withLock` resolves to what the function returns. */
+export type WaitOptions = AcquireOptions & { readonly ifLocked?: 'wait' };
 
 /** How long an idle wake-up subscription is kept, in milliseconds. */
 const SUBSCRIPTION_LINGER_MS = 1_000;
@@ -166,13 +171,40 @@ export class LockEngine {
   }
 
   /**
+   * @internal The decorators' acquisition for checked keys: waits (`ifLocked: 'wait'`), or one attempt that resolves
+   * `null` after a `skipped` event when the lock is busy (and, unless `failWhenUnavailable`, when Redis cannot be
+   * reached: then it rejects as `tryAcquire` does).
+   */
+  acquireOrSkipChecked(keys: readonly string[], options: AcquireOptions | undefined, failWhenUnavailable = false): Promise<LockHandle | null> {
+    if (options?.ifLocked !== 'skip') return this.acquireChecked(keys, options);
+    const what = { key: keys[0], mode: options.mode ?? 'write', owner: currentOwner(this.instanceId).id };
+    const attempt = () => this.run(() => keys, options, false);
+    if (!failWhenUnavailable) return acquireOrSkip(attempt, this.events, what);
+    return attempt().then((handle) => {
+      if (!handle) this.events.emit('skipped', { ...what, reason: 'busy' });
+      return handle;
+    });
+  }
+
+  /**
    * Acquires (write by default), runs `fn(lock)` with the lock as the current one, releases on success and on
    * throw, and returns what `fn` returns. Nested calls in the same async context re-enter.
    * @example await engine.withLock(['account:1', 'account:2'], () => transfer(1, 2, amount));
    */
-  withLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
+  withLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options: SkipOptions): Promise<T | undefined>;
+  withLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: WaitOptions): Promise<T>;
+  withLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: AcquireOptions): Promise<T | undefined>;
+  withLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: AcquireOptions): Promise<T | undefined> {
     return runInOwnerScope(this.instanceId, async () => {
-      const handle = await this.acquire(keys, options);
+      const handle =
+        options?.ifLocked === 'skip'
+          ? await acquireOrSkip(() => this.tryAcquire(keys, options), this.events, {
+              key: Array.isArray(keys) ? String(keys[0]) : String(keys),
+              mode: options.mode ?? 'write',
+              owner: currentOwner(this.instanceId).id,
+            })
+          : await this.acquire(keys, options);
+      if (!handle) return undefined;
       try {
         return await this.runWithHandle(handle, () => fn(handle));
       } finally {
@@ -184,12 +216,18 @@ export class LockEngine {
   }
 
   /** `withLock` in read mode: shared with other readers. */
-  withReadLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: ModeFixedOptions): Promise<T> {
+  withReadLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options: ModeFixedOptions & SkipOptions): Promise<T | undefined>;
+  withReadLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: ModeFixedOptions & WaitOptions): Promise<T>;
+  withReadLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: ModeFixedOptions): Promise<T | undefined>;
+  withReadLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: ModeFixedOptions): Promise<T | undefined> {
     return this.withLock(keys, fn, { ...options, mode: 'read' });
   }
 
   /** `withLock` in write mode: exclusive. */
-  withWriteLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: ModeFixedOptions): Promise<T> {
+  withWriteLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options: ModeFixedOptions & SkipOptions): Promise<T | undefined>;
+  withWriteLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: ModeFixedOptions & WaitOptions): Promise<T>;
+  withWriteLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: ModeFixedOptions): Promise<T | undefined>;
+  withWriteLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: ModeFixedOptions): Promise<T | undefined> {
     return this.withLock(keys, fn, { ...options, mode: 'write' });
   }
 

@@ -211,6 +211,8 @@ describe('resolveAcquireOptions', () => {
       waitTimeoutMs: 700,
       signal: undefined,
       fair: false,
+      ifLocked: 'wait',
+      holdAtLeastMs: 0,
     });
   });
 
@@ -218,10 +220,12 @@ describe('resolveAcquireOptions', () => {
     const signal = new AbortController().signal;
     const resolved = resolveAcquireOptions(
       settings,
-      { mode: 'read', leaseMs: 30, waitTimeoutMs: 0, autoExtend: true, signal, fair: true },
+      { mode: 'read', leaseMs: 30, waitTimeoutMs: 0, autoExtend: true, signal, fair: true, ifLocked: 'skip', holdAtLeastMs: 20 },
       KEY,
     );
-    expect(resolved).toEqual({ mode: 'read', leaseMs: 30, autoExtend: true, waitTimeoutMs: 0, signal, fair: true });
+    expect(resolved).toEqual({ mode: 'read', leaseMs: 30, autoExtend: true, waitTimeoutMs: 0, signal, fair: true, ifLocked: 'skip', holdAtLeastMs: 20 });
+    // The first lease covers the whole minimum hold.
+    expect(resolveAcquireOptions(settings, { leaseMs: 30, holdAtLeastMs: 5_000 }, KEY).leaseMs).toBe(5_000);
     expect(resolved.signal).toBe(signal);
   });
 

@@ -73,6 +73,8 @@ export interface ResolvedAcquireOptions {
   readonly waitTimeoutMs: number;
   readonly signal: AbortSignal | undefined;
   readonly fair: boolean;
+  readonly ifLocked: 'wait' | 'skip';
+  readonly holdAtLeastMs: number;
 }
 
 /** Throws `LockConfigError` unless `value` is a whole number of ms in range; `key` names the lock in the message. */
@@ -181,5 +183,11 @@ export function resolveAcquireOptions(
   if (typeof fair !== 'boolean') {
     throw new LockConfigError(`invalid fair for "${key}": expected true or false`, 'fair', key);
   }
-  return { mode, leaseMs, autoExtend, waitTimeoutMs, signal: o.signal, fair };
+  const ifLocked = o.ifLocked ?? 'wait';
+  if (ifLocked !== 'wait' && ifLocked !== 'skip') {
+    throw new LockConfigError(`invalid ifLocked for "${key}": ${String(ifLocked)}; expected 'wait' or 'skip'`, 'ifLocked', key);
+  }
+  const holdAtLeastMs = checkDuration('holdAtLeastMs', o.holdAtLeastMs ?? 0, 0, false, key);
+  // The first lease covers the whole minimum hold: a holder that dies right after a short run keeps it taken.
+  return { mode, leaseMs: Math.max(leaseMs, holdAtLeastMs), autoExtend, waitTimeoutMs, signal: o.signal, fair, ifLocked, holdAtLeastMs };
 }

@@ -71,8 +71,8 @@ export class BoundedLockStore implements LockStore {
     });
   }
 
-  release(lock: LockRef, token: string, seq: number | undefined): Promise<ReleaseReply> {
-    return this.bound(this.inner.release(lock, token, seq), 'release', lock.key);
+  release(lock: LockRef, token: string, seq: number | undefined, holdAtLeastMs = 0): Promise<ReleaseReply> {
+    return this.bound(this.inner.release(lock, token, seq, holdAtLeastMs), 'release', lock.key);
   }
 
   renew(holds: readonly RenewCall[]): Promise<boolean[]> {

@@ -17,9 +17,11 @@ export interface LockStore {
   acquire(call: AcquireCall): Promise<AcquireReply>;
   /**
    * Releases one reentrant level of `token`'s hold (`seq` given), or every level (`seq` undefined: a release by
-   * token from any process), and wakes whoever can now get in.
+   * token from any process), and wakes whoever can now get in. `holdAtLeastMs` (last level only): if the hold was
+   * granted less than that long ago (the store's clock), it is kept, finished (hold count 0), until then, and nobody
+   * is woken; the reply is `'ended'` all the same.
    */
-  release(lock: LockRef, token: string, seq: number | undefined): Promise<ReleaseReply>;
+  release(lock: LockRef, token: string, seq: number | undefined, holdAtLeastMs?: number): Promise<ReleaseReply>;
   /** Renews many leases in as few round trips as the backend allows; one result per call: still held or not. */
   renew(holds: readonly RenewCall[]): Promise<boolean[]>;
   /** Makes `token`'s lease run `ms` from now (may shorten it). `false` when the token holds nothing there. */

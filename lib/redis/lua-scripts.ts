@@ -39,7 +39,7 @@ function script(name: string, source: string): LuaScript {
  * every `WAITER_HEARTBEAT_MS` (KEEP_WAITING, batched per process), so a waiter that died or froze is passed over
  * within this. See docs/internals.md, "Waiter liveness".
  */
-export const WAITER_LEASE_MS = 600;
+export const WAITER_LEASE_MS = 1_000;
 /** How often a process renews its waiters' registrations, in milliseconds: several times per `WAITER_LEASE_MS`. */
 export const WAITER_HEARTBEAT_MS = 150;
 /**
@@ -366,8 +366,11 @@ return {0, waitMs, blocked}
 
 /**
  * Release one level of a hold, or all of it.
- * ARGV: 1 token, 2 seq ('' = release every level: an external release by token).
- * Returns 2 when the hold ended, 1 when a level was released and the hold goes on (or this release was
+ * ARGV: 1 token, 2 seq ('' = release every level: an external release by token), 3 holdAtLeastMs (optional): when the
+ * hold ends less than that long after it was granted (its record's `since`, Redis time), it is kept until then
+ * instead, finished (hold count 0, no renewal: the holder dropped it), its lease cut to that time, and nobody is
+ * woken (nobody can enter before then; waiters retry when the lease ends).
+ * Returns 2 when the hold ended (or finished), 1 when a level was released and the hold goes on (or this release was
  * already applied), 0 when the token holds nothing here.
  */
 export const RELEASE = script(
@@ -383,6 +386,25 @@ if held then
   count, hseq, rest = string.match(held, '^(%d+)|(%d+)|(.*)$')
   if seq ~= '' and tonumber(seq) <= tonumber(hseq) then return 1 end
   last = seq == '' or count == '1'
+  local atLeast = last and tonumber(ARGV[3] or '0') or 0
+  if atLeast > 0 then
+    local t = redis.call('TIME')
+    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    local holdUntil = tonumber(string.match(rest, '^%d+|(%d+)|')) + atLeast
+    if holdUntil > now then
+      redis.call('HSET', KEYS[1], field, '0|' .. (seq == '' and hseq or seq) .. '|' .. rest)
+      if redis.call('EXISTS', KEYS[2]) == 1 then
+        redis.call('ZADD', KEYS[2], holdUntil, token)
+        local top = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')[2]
+        redis.call('PEXPIREAT', KEYS[1], top)
+        redis.call('PEXPIREAT', KEYS[2], top)
+      else
+        -- Single-holder form: the lease is the state's own expiry.
+        redis.call('PEXPIREAT', KEYS[1], holdUntil)
+      end
+      return 2
+    end
+  end
   -- Fast path, ahead of the prelude's helpers: the last level of a lock in single-holder form (no leases set: this
   -- is the sole holder, its lease running since the state exists) with nobody waiting. KEYS[2] leases, [3] writers,
   -- [4] readers, [5] fair queue.

@@ -239,9 +239,9 @@ export class QuorumLockStore implements LockStore {
     return reply;
   }
 
-  async release(lock: LockRef, token: string, seq: number | undefined): Promise<ReleaseReply> {
+  async release(lock: LockRef, token: string, seq: number | undefined, holdAtLeastMs = 0): Promise<ReleaseReply> {
     const lane = laneOf(lock, token);
-    const calls = this.masters.map((m) => this.inLane(m, lane, () => m.store.release(lock, token, seq)));
+    const calls = this.masters.map((m) => this.inLane(m, lane, () => m.store.release(lock, token, seq, holdAtLeastMs)));
     // The call is decided by a majority; the slower masters' releases go on, and `close` lets them finish.
     for (const call of calls) this.track(call.then(noop, noop));
     const outcomes = await this.gather(

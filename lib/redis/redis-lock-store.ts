@@ -152,9 +152,9 @@ export class RedisLockStore implements LockStore {
   }
 
   /** RELEASE. ARGV: token, seq ('' = every level). Reply 2 ended, 1 one level, 0 not held. */
-  release(lock: LockRef, token: string, seq: number | undefined): Promise<ReleaseReply> {
+  release(lock: LockRef, token: string, seq: number | undefined, holdAtLeastMs = 0): Promise<ReleaseReply> {
     const names = lock as LockKeys;
-    const args = [token, seq ?? ''];
+    const args: (string | number)[] = holdAtLeastMs > 0 ? [token, seq ?? '', holdAtLeastMs] : [token, seq ?? ''];
     const sent = this.releases ? this.releases.call(names.all, args) : this.run(RELEASE, names.all, args);
     return sent.then((reply) => (reply === 2 ? 'ended' : reply === 1 ? 'level' : 'not-held'));
   }
@@ -521,6 +521,7 @@ export function decodeHolder(record: string, mode: LockMode, remainingLeaseMs: n
     pid: Number(pid),
     app,
     holdCount: Number(count),
+    finished: count === '0',
     since: new Date(Number(since)),
     remainingLeaseMs,
     fencingToken: Number(fence),

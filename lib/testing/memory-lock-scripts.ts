@@ -112,12 +112,20 @@ export function acquire(s: MemoryLockState, call: AcquireCall, identity: HolderI
 }
 
 /** RELEASE: one level of `token`'s hold (`seq` given), or all of it (`seq` undefined). */
-export function release(s: MemoryLockState, token: string, seq: number | undefined, x: ScriptScope): ReleaseReply {
+export function release(s: MemoryLockState, token: string, seq: number | undefined, x: ScriptScope, holdAtLeastMs = 0): ReleaseReply {
   const now = x.now;
   let held = s.holders.get(token);
   const count = held?.count ?? 0;
   if (held) {
     if (seq !== undefined && seq <= held.seq) return 'level';
+    // The last level before `holdAtLeastMs` has passed: finished but still held until then, nobody woken.
+    const until = held.at + holdAtLeastMs;
+    if ((seq === undefined || count === 1) && holdAtLeastMs > 0 && until > now && (s.leases.get(token) ?? 0) > now) {
+      held.count = 0;
+      if (seq !== undefined) held.seq = seq;
+      s.leases.set(token, until);
+      return 'ended';
+    }
     // Fast path: the last level of the only hold, its lease still running.
     if ((seq === undefined || count === 1) && s.leases.size === 1 && (s.leases.get(token) ?? 0) > now) {
       dropHolds(s);
@@ -200,7 +208,7 @@ export function forceRelease(s: MemoryLockState, x: ScriptScope): boolean {
 }
 
 function grant(s: MemoryLockState, call: AcquireCall, identity: HolderIdentity, fence: number, now: number): void {
-  s.holders.set(call.token, { count: 1, seq: call.seq, fence, since: Date.now(), identity, owner: call.ownerId });
+  s.holders.set(call.token, { count: 1, seq: call.seq, fence, since: Date.now(), at: now, identity, owner: call.ownerId });
   s.fence = fence;
   if (call.mode === 'write') s.writer = call.token;
   s.leases.set(call.token, now + call.leaseMs);

@@ -71,8 +71,8 @@ export class MemoryLockStore implements LockStore {
     return this.run(call.lock, (s, x) => scripts.acquire(s, call, this.context.identity, x));
   }
 
-  async release(lock: LockRef, token: string, seq: number | undefined): Promise<ReleaseReply> {
-    return this.run(lock, (s, x) => scripts.release(s, token, seq, x));
+  async release(lock: LockRef, token: string, seq: number | undefined, holdAtLeastMs = 0): Promise<ReleaseReply> {
+    return this.run(lock, (s, x) => scripts.release(s, token, seq, x, holdAtLeastMs));
   }
 
   async renew(holds: readonly RenewCall[]): Promise<boolean[]> {
@@ -164,6 +164,7 @@ function snapshot(key: string, s: MemoryLockState, now: number): LockInfo | null
       pid,
       app,
       holdCount: h.count,
+      finished: h.count === 0,
       since: new Date(h.since),
       remainingLeaseMs: Math.ceil(expiry - now),
       fencingToken: h.fence,

@@ -224,6 +224,7 @@ describe.each(STORE_KINDS)('leases, fencing and administration (%s store)', (kin
           pid: process.pid,
           app: a.settings.appName,
           holdCount: 2,
+          finished: false,
           since: expect.any(Date),
           remainingLeaseMs: expect.any(Number),
           fencingToken: token,
