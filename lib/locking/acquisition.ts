@@ -16,6 +16,7 @@ import type { ResolvedAcquireOptions } from './lock-options.js';
 import { settlesBy } from './deadlines.js';
 import type { LaneWaitLimit } from './deadlines.js';
 import type { LockOwner } from './owner-context.js';
+import { onAbort } from './wait-signal.js';
 import type { Wait, WaitingRoom } from './waiting.js';
 
 /** One call of `acquire` / `tryAcquire`, shared by the acquisition of each of its keys. */
@@ -182,6 +183,8 @@ export class Acquirer {
     try {
       for (;;) {
         if (this.closing()) throw new LockClosedError(lock.key);
+        // Giving up is final: no attempt is sent once the caller aborted (e.g. while the subscription was awaited).
+        options.signal?.throwIfAborted();
         wait?.rearm();
         const sentAt = performance.now();
         const call: AcquireCall = {
@@ -231,7 +234,7 @@ export class Acquirer {
           // Listen, then try again at once: a release between the attempt above and the subscription is not lost.
           wait = this.room.enter(lock, mode, options.fair, waiterId, owner.id, start);
           wait.markRegistered();
-          await this.subscribed(wait, Math.min(remaining, this.commandTimeoutMs));
+          await this.subscribed(wait, Math.min(remaining, this.commandTimeoutMs), options.signal);
           continue;
         }
         // Sleep until woken, until the blocking leases can have run out, or until the deadline.
@@ -245,16 +248,23 @@ export class Acquirer {
   }
 
   /**
-   * Waits up to `ms` for the wait's subscription. Bounded: without a confirmed subscription (Redis slow, reconnecting)
-   * the waiter still retries when the blocking leases can have run out. A subscription Redis refuses (no channel
-   * rights) fails the acquisition: without wake-ups every wait would last until a lease ran out.
+   * Waits up to `ms` for the wait's subscription, or until `signal` aborts. Bounded: without a confirmed subscription
+   * (Redis slow, reconnecting) the waiter still retries when the blocking leases can have run out. A subscription
+   * Redis refuses (no channel rights) fails the acquisition: without wake-ups every wait would last until a lease ran
+   * out.
    */
-  private async subscribed(wait: Wait, ms: number): Promise<void> {
+  private async subscribed(wait: Wait, ms: number, signal: AbortSignal | undefined): Promise<void> {
     let refused: unknown;
+    let stopListening: (() => void) | undefined;
     const ready = wait.ready().catch((err: unknown) => {
       refused = err;
     });
-    await settlesBy(ready, performance.now() + ms);
+    const aborted = signal && new Promise<void>((resolve) => (stopListening = onAbort(signal, resolve)));
+    try {
+      await settlesBy(aborted ? Promise.race([ready, aborted]) : ready, performance.now() + ms);
+    } finally {
+      stopListening?.();
+    }
     if (refused instanceof LockUnavailableError && refused.reason === 'permission-denied') throw refused;
   }
 

@@ -3,9 +3,11 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { LockAcquireTimeoutError } from '../../lib/errors/lock-acquire-timeout.error.js';
 import { LockError } from '../../lib/errors/lock.error.js';
+import { LockEngine } from '../../lib/locking/lock-engine.js';
 import type { LockEvents } from '../../lib/locking/lock-events.js';
 import type { LockHandle } from '../../lib/types/lock.types.js';
 import { LockTestKit, keysUnder, redisNames, redisUrl, rejectionOf, sleep, track, until } from '../support/lock-test-kit.js';
+import { RedisProxy } from '../support/redis-proxy.js';
 
 describe('waiting', () => {
   const kit = new LockTestKit();
@@ -79,6 +81,34 @@ describe('waiting', () => {
     await lock.release();
     const reader = await other.acquire('k', { mode: 'read', waitTimeoutMs: 0 });
     await reader.release();
+  });
+
+  it('an abort while the waiter waits for its wake-up subscription rejects at once, and no attempt follows it', async () => {
+    const holder = kit.engine();
+    const redis = kit.redis();
+    const names = redisNames(holder.settings.keyPrefix, 'k');
+    // The waiter's connections go through a proxy that holds back its SUBSCRIBE: the waiter, refused and registered,
+    // then waits for its subscription (up to commandTimeoutMs) before its next attempt.
+    const proxy = await RedisProxy.start(redisUrl());
+    kit.add(() => proxy.close());
+    const waiter = new LockEngine({ redis: proxy.url, keyPrefix: holder.settings.keyPrefix, logger: kit.logger });
+    kit.add(() => waiter.close());
+    const lock = await holder.acquire('k', { leaseMs: 10_000 });
+    const subscribing = proxy.holdWhen(/subscribe/i);
+    const controller = new AbortController();
+    const reason = new Error('caller gave up');
+    const waiting = track(waiter.acquire('k', { waitTimeoutMs: 5_000, signal: controller.signal }));
+    await subscribing;
+    expect(await redis.zcard(names.writers)).toBe(1);
+    // The lock is free when the caller gives up: an attempt sent after the abort would be granted.
+    await lock.release();
+    const abortedAt = performance.now();
+    controller.abort(reason);
+    expect(await rejectionOf(waiting.promise)).toBe(reason);
+    expect(waiting.at! - abortedAt).toBeLessThan(500);
+    proxy.release();
+    expect(await holder.inspect('k')).toBeNull();
+    expect(await keysUnder(redis, holder.settings.keyPrefix)).toEqual([]);
   });
 
   it('a release wakes exactly one of several waiting writers, each in turn', async () => {
