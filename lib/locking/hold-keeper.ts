@@ -19,6 +19,8 @@ import { Watchdog } from './watchdog.js';
 export class HoldKeeper implements HoldReleaser {
   private readonly watchdog: Watchdog;
   private readonly trouble: TroubleLog;
+  /** Releases of last levels under way: shutdown lets them finish before the connections close. */
+  private readonly releasing = new Set<Promise<unknown>>();
 
   constructor(
     private readonly store: LockStore,
@@ -78,13 +80,13 @@ export class HoldKeeper implements HoldReleaser {
       // Free whatever of it Redis still has, unless a newer hold of this owner uses the same token now.
       if (!hold.freed && !owner.hold(hold.ownerKey, hold.mode)) {
         hold.freed = true;
-        await owner.oneAtATime(hold.lane, () => this.store.release(hold.lock, hold.token, undefined), limit).catch(() => this.free(hold));
+        await this.inFlight(owner.oneAtATime(hold.lane, () => this.store.release(hold.lock, hold.token, undefined), limit)).catch(() => this.free(hold));
       }
       return false;
     }
     const calledAt = performance.now();
     try {
-      const reply = await this.releaseOnLane(hold, limit);
+      const reply = await this.inFlight(this.releaseOnLane(hold, limit));
       if (reply === 'not-held' && !ranOutInTransit(hold, calledAt)) {
         this.markLost(hold, 'not-in-redis');
         return false;
@@ -94,6 +96,14 @@ export class HoldKeeper implements HoldReleaser {
     } finally {
       this.watchdog.remove(hold);
     }
+  }
+
+  /** `release`, kept among the releases `releaseAll` waits for until it settles. */
+  private inFlight<T>(release: Promise<T>): Promise<T> {
+    const settled = release.then(noop, noop);
+    this.releasing.add(settled);
+    void settled.then(() => this.releasing.delete(settled));
+    return release;
   }
 
   /**
@@ -173,12 +183,16 @@ export class HoldKeeper implements HoldReleaser {
     for (const hold of this.watchdog.list()) if (hold.key === key && hold.sentAt < sentBefore) this.markLost(hold, 'not-in-redis');
   }
 
-  /** Shutdown: stops renewing and releases every hold still kept, all levels at once. Never rejects. */
+  /** Shutdown: stops renewing, releases every hold still kept (all levels at once) and lets releases under way finish. Never rejects. */
   async releaseAll(): Promise<void> {
     const holds = this.watchdog.list().filter((hold) => !hold.ended);
     this.watchdog.stop();
     let failed = 0;
     let lastError: unknown;
+    // The holders' own releases still under way are awaited too (each is bounded by the command timeout): the
+    // connections close next, and a release cut off then (its script reloaded after NOSCRIPT, say) would leave the
+    // lock held for the rest of its lease.
+    const underWay = Promise.allSettled([...this.releasing]);
     await Promise.all(
       holds.map(async (hold) => {
         hold.ended = true;
@@ -190,6 +204,7 @@ export class HoldKeeper implements HoldReleaser {
         }
       }),
     );
+    await underWay;
     if (failed > 0) {
       this.logger.warn(`could not release ${failed} lock(s) on shutdown (their leases will free them): ${errorText(lastError)}`);
     }
@@ -236,3 +251,5 @@ export class HoldKeeper implements HoldReleaser {
 function ranOutInTransit(hold: Hold, calledAt: number): boolean {
   return calledAt < hold.validUntil && performance.now() >= hold.validUntil;
 }
+
+function noop(): void {}

@@ -40,6 +40,20 @@ describe('graceful shutdown under load', () => {
       gate.resolve();
     }
   });
+
+  it('close lets a release still unanswered finish, also when Redis must load the script again (after a restart)', async () => {
+    const server = await kit.server();
+    const engine = kit.engine({ redis: server.url });
+    const admin = kit.redis(server.url);
+    const handle = await engine.acquire('k');
+    // As after a Redis restart: the release's EVALSHA is answered NOSCRIPT, and the script goes out again with EVAL,
+    // a round trip later. The release is under way when the engine closes its connections.
+    await admin.script('FLUSH');
+    const released = handle.release();
+    await engine.close();
+    expect(await released).toBe(true);
+    expect(await keysUnder(admin, engine.settings.keyPrefix)).toEqual([]);
+  });
 });
 
 async function shutDownUnderLoad(app: INestApplication, http: LockTestApp['http'], locks: LockService, prefix: string, admin: Redis): Promise<void> {
