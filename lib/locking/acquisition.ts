@@ -254,6 +254,8 @@ export class Acquirer {
    * out.
    */
   private async subscribed(wait: Wait, ms: number, signal: AbortSignal | undefined): Promise<void> {
+    // Aborted during the attempt before: no wait (an 'abort' event that already fired does not fire again).
+    if (signal?.aborted) return;
     let refused: unknown;
     let stopListening: (() => void) | undefined;
     const ready = wait.ready().catch((err: unknown) => {

@@ -5,6 +5,7 @@ import { LockAcquireTimeoutError } from '../../lib/errors/lock-acquire-timeout.e
 import { LockError } from '../../lib/errors/lock.error.js';
 import { LockEngine } from '../../lib/locking/lock-engine.js';
 import type { LockEvents } from '../../lib/locking/lock-events.js';
+import { ACQUIRE } from '../../lib/redis/lua-scripts.js';
 import type { LockHandle } from '../../lib/types/lock.types.js';
 import { LockTestKit, keysUnder, redisNames, redisUrl, rejectionOf, sleep, track, until } from '../support/lock-test-kit.js';
 import { RedisProxy } from '../support/redis-proxy.js';
@@ -98,7 +99,7 @@ describe('waiting', () => {
     const controller = new AbortController();
     const reason = new Error('caller gave up');
     const waiting = track(waiter.acquire('k', { waitTimeoutMs: 5_000, signal: controller.signal }));
-    await subscribing;
+    await subscribing.matched;
     expect(await redis.zcard(names.writers)).toBe(1);
     // The lock is free when the caller gives up: an attempt sent after the abort would be granted.
     await lock.release();
@@ -108,6 +109,35 @@ describe('waiting', () => {
     expect(waiting.at! - abortedAt).toBeLessThan(500);
     proxy.release();
     expect(await holder.inspect('k')).toBeNull();
+    expect(await keysUnder(redis, holder.settings.keyPrefix)).toEqual([]);
+  });
+
+  it('an abort during the first attempt rejects once that attempt is answered, without waiting for the subscription', async () => {
+    const holder = kit.engine();
+    const redis = kit.redis();
+    const names = redisNames(holder.settings.keyPrefix, 'k');
+    const proxy = await RedisProxy.start(redisUrl());
+    kit.add(() => proxy.close());
+    const waiter = new LockEngine({ redis: proxy.url, keyPrefix: holder.settings.keyPrefix, logger: kit.logger });
+    kit.add(() => waiter.close());
+    const lock = await holder.acquire('k', { leaseMs: 10_000 });
+    // The waiter's first attempt is held back on its way to Redis, and so will be its SUBSCRIBE.
+    const subscribing = proxy.holdWhen(/subscribe/i);
+    const attempting = proxy.holdWhen(new RegExp(ACQUIRE.sha));
+    const controller = new AbortController();
+    const reason = new Error('caller gave up');
+    const waiting = track(waiter.acquire('k', { waitTimeoutMs: 5_000, signal: controller.signal }));
+    await attempting.matched;
+    controller.abort(reason);
+    // Refused (the lock is held): the caller, who gave up meanwhile, is told at once, not after the subscription's
+    // bound (commandTimeoutMs).
+    const answeredAt = performance.now();
+    attempting.release();
+    expect(await rejectionOf(waiting.promise)).toBe(reason);
+    expect(waiting.at! - answeredAt).toBeLessThan(500);
+    expect(await redis.zcard(names.writers)).toBe(0);
+    subscribing.release();
+    await lock.release();
     expect(await keysUnder(redis, holder.settings.keyPrefix)).toEqual([]);
   });
 

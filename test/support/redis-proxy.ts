@@ -1,28 +1,36 @@
 // A TCP proxy on loopback in front of a real redis-server, for faults that hit one connection of a client and not
 // its others: what a connection sends can be held back from the first chunk that matches a pattern (e.g. the
-// wake-up connection's SUBSCRIBE), as a slow or congested network path would, then let through in order. Nothing is
-// rewritten or answered by the proxy: Redis sees every byte, later.
+// wake-up connection's SUBSCRIBE, or one script's EVALSHA), as a slow or congested network path would, then let
+// through in order. Nothing is rewritten or answered by the proxy: Redis sees every byte, later.
 import { connect, createServer } from 'node:net';
 import type { AddressInfo, Server, Socket } from 'node:net';
 import { HOST } from './redis-nodes.js';
 
-/** One client connection through the proxy. */
-interface Piped {
-  readonly client: Socket;
-  readonly server: Socket;
-  /** Chunks from the client held back since the hold started on this connection; `undefined` while passing. */
-  held: Buffer[] | undefined;
+/** Traffic held back by `RedisProxy.holdWhen`. */
+export interface HeldTraffic {
+  /** Resolves once a connection sent a chunk that matched (it is being held from that chunk on). */
+  readonly matched: Promise<void>;
+  /** Lets what this hold kept back through, in order, and stops holding. */
+  release(): void;
 }
 
-/** A hold in force: the pattern, and the promise callback to call on its first match. */
+/** A hold in force: its pattern, the callback of its first match, and the connections it holds. */
 interface Hold {
   readonly pattern: RegExp;
   readonly matched: () => void;
 }
 
+/** One client connection through the proxy. */
+interface Piped {
+  readonly client: Socket;
+  readonly server: Socket;
+  /** The hold keeping this connection's chunks back, and the chunks kept; `undefined` while passing. */
+  held: { readonly by: Hold; readonly chunks: Buffer[] } | undefined;
+}
+
 export class RedisProxy {
   private readonly piped = new Set<Piped>();
-  private hold: Hold | undefined;
+  private readonly holds = new Set<Hold>();
 
   private constructor(
     private readonly server: Server,
@@ -48,34 +56,41 @@ export class RedisProxy {
   }
 
   /**
-   * From the first chunk a client sends that matches `pattern` (read as latin1, e.g. `/subscribe/i`), everything that
-   * connection sends is held back until `release()`. Resolves once a chunk matched, i.e. is being held.
+   * From the first chunk a connection sends that matches `pattern` (read as latin1, e.g. `/subscribe/i`), everything
+   * that connection sends is held back until the hold is released. Every connection that matches is held.
    */
-  holdWhen(pattern: RegExp): Promise<void> {
-    return new Promise((matched) => {
-      this.hold = { pattern, matched };
-    });
+  holdWhen(pattern: RegExp): HeldTraffic {
+    let matched!: () => void;
+    const first = new Promise<void>((resolve) => (matched = resolve));
+    const hold: Hold = { pattern, matched };
+    this.holds.add(hold);
+    return { matched: first, release: () => this.releaseHold(hold) };
   }
 
-  /** Lets every held chunk through, in order, and stops holding. */
+  /** Lets everything held through, in order, and stops holding. */
   release(): void {
-    this.hold = undefined;
-    for (const p of this.piped) {
-      const held = p.held;
-      p.held = undefined;
-      for (const chunk of held ?? []) p.server.write(chunk);
-    }
+    for (const hold of [...this.holds]) this.releaseHold(hold);
   }
 
   /** Closes every connection and stops listening. */
   async close(): Promise<void> {
-    this.hold = undefined;
+    this.holds.clear();
     for (const p of this.piped) {
       p.client.destroy();
       p.server.destroy();
     }
     this.piped.clear();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private releaseHold(hold: Hold): void {
+    this.holds.delete(hold);
+    for (const p of this.piped) {
+      if (p.held?.by !== hold) continue;
+      const { chunks } = p.held;
+      p.held = undefined;
+      for (const chunk of chunks) p.server.write(chunk);
+    }
   }
 
   private pipe(client: Socket): void {
@@ -91,12 +106,15 @@ export class RedisProxy {
     server.on('error', end).on('close', end);
     server.on('data', (chunk) => client.write(chunk));
     client.on('data', (chunk: Buffer) => {
-      const hold = this.hold;
-      if (!p.held && hold?.pattern.test(chunk.toString('latin1'))) {
-        p.held = [];
-        hold.matched();
+      if (!p.held) {
+        const text = chunk.toString('latin1');
+        const hold = [...this.holds].find((h) => h.pattern.test(text));
+        if (hold) {
+          p.held = { by: hold, chunks: [] };
+          hold.matched();
+        }
       }
-      if (p.held) p.held.push(chunk);
+      if (p.held) p.held.chunks.push(chunk);
       else server.write(chunk);
     });
   }
