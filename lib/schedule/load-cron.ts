@@ -28,8 +28,17 @@ let loaded: Promise<CronTimeClass> | undefined;
 function cronTimeClass(): Promise<CronTimeClass> {
   loaded ??= (import('cron') as Promise<{ CronTime: CronTimeClass }>)
     .catch(() => {
-      const fromApp = createRequire(join(process.cwd(), 'package.json'));
-      return createRequire(fromApp.resolve('@nestjs/schedule'))('cron') as { CronTime: CronTimeClass };
+      // `@nestjs/schedule` as the application finds it: from its entry script, else from the working directory.
+      const bases = [process.argv[1], join(process.cwd(), 'package.json')].filter((b): b is string => typeof b === 'string' && b !== '');
+      let lastError: unknown;
+      for (const base of bases) {
+        try {
+          return createRequire(createRequire(base).resolve('@nestjs/schedule'))('cron') as { CronTime: CronTimeClass };
+        } catch (err) {
+          lastError = err;
+        }
+      }
+      throw lastError;
     })
     .then((m) => m.CronTime)
     .catch((err: unknown) => {
