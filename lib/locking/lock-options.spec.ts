@@ -1,3 +1,4 @@
+import { defaultAppName } from './app-name.js';
 import { describe, expect, it } from '@jest/globals';
 import { LockConfigError } from '../errors/lock-config.error.js';
 import type { AcquireOptions } from '../types/lock.types.js';
@@ -24,7 +25,7 @@ describe('DEFAULT_LOCK_SETTINGS', () => {
       waitTimeoutMs: 10_000,
       commandTimeoutMs: 2_000,
       autoExtend: true,
-      appName: process.env.npm_package_name ?? '',
+      appName: defaultAppName(),
       holdWarningMs: 60_000,
       waitWarningMs: 5_000,
       waitForReplicas: undefined,
