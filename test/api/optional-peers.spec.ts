@@ -34,4 +34,19 @@ describe('optional peers are optional', () => {
       /Cannot find package '@nestjs\/schedule'/,
     );
   });
+
+  it("@ScheduledLock finds the cron package through @nestjs/schedule when the application cannot reach it (pnpm's layout), ESM and CommonJS", async () => {
+    const env: NodeJS.ProcessEnv = { ...process.env, HIDE_PACKAGES: 'cron', HIDE_EXCEPT_FROM: '@nestjs/schedule' };
+    delete env.NODE_OPTIONS;
+    const check = (m: string) =>
+      `(async () => { const m = ${m}; const t = await m.jobTiming({ kind: 'cron', cronTime: '*/5 * * * * *' }, 30000); ` +
+      `console.log(t.problem ?? t.defaultHoldMs); })()`;
+    for (const [flags, code] of [
+      [['--input-type=module'], `await import('cron').then(() => console.log('reachable'), () => console.log('hidden')); ${check(`await import('./dist/esm/schedule/job-schedule.js')`)}`],
+      [[], `try { require('cron'); console.log('reachable') } catch { console.log('hidden') } ${check(`require('./dist/cjs/schedule/job-schedule.js')`)}`],
+    ] as const) {
+      const { stdout } = await run(process.execPath, ['-r', HIDE, ...flags, '-e', code], { cwd: ROOT, env });
+      expect(stdout.trim().split('\n')).toEqual(['hidden', '5000']);
+    }
+  });
 });

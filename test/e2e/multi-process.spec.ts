@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { freePort, startRedisServer } from '../../tools/redis-server.mjs';
 import type { RedisServerProcess } from '../../tools/redis-server.mjs';
+import { until } from '../support/async.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const MAIN = join(ROOT, 'dist-sample/sample-app/main.js');
@@ -164,4 +165,15 @@ describe(`sample app: ${INSTANCES} processes, one Redis`, () => {
     expect(final).toBeGreaterThan(0);
     expect(final).toBeLessThan(REQUESTS);
   }, 30_000);
+
+  it('runs the @Cron digest job (every 10 s) once per fire over all processes', async () => {
+    const runs = async () => {
+      const keys = await redis!.keys('digest:*:runs');
+      return Promise.all(keys.map(async (key) => `${key}=${await redis!.get(key)}`));
+    };
+    await until(async () => (await runs()).length > 0, 12_000, 'a digest fire');
+    // A fire's runs are counted as the run ends: look again once every run of it has ended.
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect((await runs()).filter((r) => !r.endsWith('=1'))).toEqual([]);
+  }, 20_000);
 });
