@@ -10,6 +10,8 @@ export { DEFAULT_MODULE_SETTINGS } from './nest/module-settings.js';
 // Decorators and their HTTP answers
 export { WriteLocked, Locked } from './decorators/write-locked.decorator.js';
 export { ReadLocked } from './decorators/read-locked.decorator.js';
+export { ScheduledLock } from './schedule/scheduled-lock.decorator.js';
+export type { ScheduledLockOptions } from './schedule/scheduled-lock.decorator.js';
 export type { LockedOptions } from './decorators/lock-decorator.factory.js';
 export type { LockKeySpec } from './decorators/key-template.js';
 export { DefaultLockHttpErrorMapper } from './nest/http-error-mapper.js';
@@ -18,7 +20,7 @@ export { LockConflictException } from './nest/lock-conflict.exception.js';
 
 // Engine (framework-free)
 export { LockEngine } from './locking/lock-engine.js';
-export type { LockEngineOptions, ModeFixedOptions } from './locking/lock-engine.js';
+export type { LockEngineOptions, ModeFixedOptions, SkipOptions, WaitOptions } from './locking/lock-engine.js';
 export { DEFAULT_LOCK_SETTINGS } from './locking/lock-options.js';
 export type { LockEngineSettings } from './locking/lock-options.js';
 export type { AcquireOptions, LockHandle, LockHolderInfo, LockInfo, LockMode, LockPing } from './types/lock.types.js';

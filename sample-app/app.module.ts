@@ -1,10 +1,12 @@
 import { Inject, Logger, Module } from '@nestjs/common';
 import type { DynamicModule, OnApplicationShutdown } from '@nestjs/common';
 import { Redis } from 'ioredis';
+import { ScheduleModule } from '@nestjs/schedule';
 import { RedisLockModule } from '../lib/index.js';
 import { ArticlesController } from './articles/articles.controller.js';
 import { ARTICLES_REDIS } from './articles/articles.redis.js';
 import { ArticlesService } from './articles/articles.service.js';
+import { DigestJob } from './jobs/digest.job.js';
 import { LocksController } from './locks/locks.controller.js';
 
 /** Closes the articles' Redis client on shutdown. */
@@ -21,7 +23,7 @@ export class AppModule {
   static forRedis(redisUrl: string): DynamicModule {
     return {
       module: AppModule,
-      imports: [RedisLockModule.forRoot({ redis: redisUrl, isGlobal: true })],
+      imports: [RedisLockModule.forRoot({ redis: redisUrl, isGlobal: true }), ScheduleModule.forRoot()],
       controllers: [ArticlesController, LocksController],
       providers: [
         {
@@ -35,6 +37,7 @@ export class AppModule {
         },
         ArticlesRedisCloser,
         ArticlesService,
+        DigestJob,
       ],
     };
   }

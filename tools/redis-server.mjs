@@ -80,7 +80,8 @@ function waitForReady(child, port) {
 
 /**
  * Starts a redis-server without persistence on a free loopback port (or `port`).
- * Returns `{ url, port, pid, stop(), restart() }`; `restart()` keeps the port and loses the data.
+ * Returns `{ url, port, pid, dir, stop(), stopSync(), restart() }`; `restart()` keeps the port and loses the data;
+ * `stopSync()` kills the server and removes its folder without waiting (for a process `exit` handler).
  */
 export async function startRedisServer({ port, args = [] } = {}) {
   const bin = ensureRedisServer();
@@ -107,6 +108,11 @@ export async function startRedisServer({ port, args = [] } = {}) {
     port: chosen,
     get pid() {
       return child.pid;
+    },
+    dir,
+    stopSync() {
+      if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
     },
     async stop() {
       await kill();

@@ -22,6 +22,7 @@ export type LockOperation =
   | 'inspect'
   | 'forceRelease'
   | 'cancelWait'
+  | 'keepWaiting'
   | 'subscribe';
 
 /** Retry hint, in seconds, that the HTTP layer sends as `Retry-After` with the 503 for this error. */

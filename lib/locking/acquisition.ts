@@ -154,6 +154,7 @@ export class Acquirer {
       throw err;
     }
     if (options.leaseMs > hold.leaseMs) hold.leaseMs = options.leaseMs;
+    if (options.holdAtLeastMs > hold.holdAtLeastMs) hold.holdAtLeastMs = options.holdAtLeastMs;
     this.events.emit('acquired', {
       key: hold.key,
       mode: hold.mode,
@@ -174,7 +175,7 @@ export class Acquirer {
     const waiterId = waiting ? this.room.nextWaiterId() : '';
     // The waiting machinery is set up only when needed, except that when this process already receives the lock's
     // wake-ups, a waiter listens before its first attempt: no wake-up is missed.
-    let wait: Wait | undefined = waiting && this.room.isLive(lock) ? this.room.enter(lock, mode, waiterId, owner.id, start) : undefined;
+    let wait: Wait | undefined = waiting && this.room.isLive(lock) ? this.room.enter(lock, mode, options.fair, waiterId, owner.id, start) : undefined;
     let registered = false;
     let contended = false;
     let granted = false;
@@ -207,12 +208,14 @@ export class Acquirer {
         if (reply.granted) {
           granted = true;
           const hold = new Hold(owner, ownerKey, lock, mode, token, reply.fencingToken, options.leaseMs, options.autoExtend, sentAt);
+          hold.holdAtLeastMs = options.holdAtLeastMs;
           owner.keep(hold);
           this.keeper.track(hold);
           this.events.emit('acquired', { key: lock.key, mode, owner: owner.id, waitedMs: performance.now() - start, fencingToken: reply.fencingToken, reentrant: false });
           return hold;
         }
         registered = waiting;
+        if (waiting) wait?.markRegistered();
         if (!contended) {
           contended = true;
           this.events.emit('contended', { key: lock.key, mode, owner: owner.id });
@@ -226,7 +229,8 @@ export class Acquirer {
         }
         if (!wait) {
           // Listen, then try again at once: a release between the attempt above and the subscription is not lost.
-          wait = this.room.enter(lock, mode, waiterId, owner.id, start);
+          wait = this.room.enter(lock, mode, options.fair, waiterId, owner.id, start);
+          wait.markRegistered();
           await this.subscribed(wait, Math.min(remaining, this.commandTimeoutMs));
           continue;
         }

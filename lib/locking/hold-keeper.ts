@@ -109,7 +109,7 @@ export class HoldKeeper implements HoldReleaser {
         hold.lane,
         () => {
           seq = owner.nextSeq();
-          return this.store.release(hold.lock, hold.token, seq);
+          return this.store.release(hold.lock, hold.token, seq, hold.count === 0 ? hold.holdAtLeastMs : 0);
         },
         limit,
       );

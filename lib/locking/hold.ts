@@ -88,6 +88,8 @@ export class Hold {
   validUntil: number;
   /** Local time of the next watchdog renewal. */
   nextRenewAt: number;
+  /** `holdAtLeastMs` of the acquisitions of this hold (the largest): the last release leaves that much held. */
+  holdAtLeastMs = 0;
   /** Called when a read finds the local lease deadline passed (set by the keeper: declares the hold lost). */
   onDeadline: ((hold: Hold) => void) | undefined;
 

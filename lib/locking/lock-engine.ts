@@ -1,11 +1,12 @@
 import { performance } from 'node:perf_hooks';
 import { LockClosedError } from '../errors/lock-closed.error.js';
 import { LockKeyError } from '../errors/lock-key.error.js';
-import type { RedisConnectionInput } from '../redis/connection.js';
 import { validateLockKey } from '../redis/key-layout.js';
 import type { ConnectionStateChange, LockStore, LockStoreFactory } from '../redis/lock-store.js';
 import type { AcquireOptions, LockHandle, LockInfo, LockPing } from '../types/lock.types.js';
 import { Acquirer } from './acquisition.js';
+import { consoleLogger } from './engine-options.js';
+import type { LockEngineOptions, ModeFixedOptions, SkipOptions, WaitOptions } from './engine-options.js';
 import { BOUND_MARGIN_MS, lockOrder, settleWithin, validateKeys } from './call-bound.js';
 import { logConnectionChange, openEngineStore } from './engine-store.js';
 import { HoldKeeper } from './hold-keeper.js';
@@ -17,26 +18,10 @@ import type { LockHandleImpl } from './lock-handle.js';
 import { DEFAULT_PING_TIMEOUT_MS, resolveAcquireOptions, resolveEngineSettings } from './lock-options.js';
 import type { LockEngineSettings } from './lock-options.js';
 import { currentHandle, currentOwner, newInstanceId, runInOwnerScope, runWithHandle } from './owner-context.js';
+import { acquireOrSkip } from './skipping.js';
 import { WaitingRoom } from './waiting.js';
 
-/** Options of a `LockEngine`: the connection plus the engine settings (all optional but `redis`). */
-export interface LockEngineOptions extends Partial<LockEngineSettings> {
-  /**
-   * A redis:// URL, ioredis `RedisOptions`, or an ioredis `Redis` / `Cluster` the application owns. Or an array of
-   * 3 or more (odd) of them (no `Cluster`), each an independent master: quorum mode (see the README).
-   */
-  readonly redis: RedisConnectionInput | readonly RedisConnectionInput[];
-  /** Where the engine writes warnings. Default: `console`, for warnings and errors only. */
-  readonly logger?: LockLogger;
-}
-
-/** Per-call options of `withReadLock` / `withWriteLock` (the method fixes the mode). */
-export type ModeFixedOptions = Omit<AcquireOptions, 'mode'>;
-
-const consoleLogger: LockLogger = {
-  warn: (m) => console.warn(`[nest-redis-locks] ${m}`),
-  error: (m) => console.error(`[nest-redis-locks] ${m}`),
-};
+export type { LockEngineOptions, ModeFixedOptions, SkipOptions, WaitOptions } from './engine-options.js';
 
 /**
  * The framework-free lock engine: read/write locks with reentrancy, leases renewed by a batched watchdog, pub/sub
@@ -138,13 +123,40 @@ export class LockEngine {
   }
 
   /**
+   * @internal The decorators' acquisition for checked keys: waits (`ifLocked: 'wait'`), or one attempt that resolves
+   * `null` after a `skipped` event when the lock is busy (and, unless `failWhenUnavailable`, when Redis cannot be
+   * reached: then it rejects as `tryAcquire` does).
+   */
+  acquireOrSkipChecked(keys: readonly string[], options: AcquireOptions | undefined, failWhenUnavailable = false): Promise<LockHandle | null> {
+    if (options?.ifLocked !== 'skip') return this.acquireChecked(keys, options);
+    const what = { key: keys[0], mode: options.mode ?? 'write', owner: currentOwner(this.instanceId).id };
+    const attempt = () => this.run(() => keys, options, false);
+    if (!failWhenUnavailable) return acquireOrSkip(attempt, this.events, what);
+    return attempt().then((handle) => {
+      if (!handle) this.events.emit('skipped', { ...what, reason: 'busy' });
+      return handle;
+    });
+  }
+
+  /**
    * Acquires (write by default), runs `fn(lock)` with the lock as the current one, releases on success and on
    * throw, and returns what `fn` returns. Nested calls in the same async context re-enter.
    * @example await engine.withLock(['account:1', 'account:2'], () => transfer(1, 2, amount));
    */
-  withLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
+  withLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options: SkipOptions): Promise<T | undefined>;
+  withLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: WaitOptions): Promise<T>;
+  withLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: AcquireOptions): Promise<T | undefined>;
+  withLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: AcquireOptions): Promise<T | undefined> {
     return runInOwnerScope(this.instanceId, async () => {
-      const handle = await this.acquire(keys, options);
+      const handle =
+        options?.ifLocked === 'skip'
+          ? await acquireOrSkip(() => this.tryAcquire(keys, options), this.events, {
+              key: Array.isArray(keys) ? String(keys[0]) : String(keys),
+              mode: options.mode ?? 'write',
+              owner: currentOwner(this.instanceId).id,
+            })
+          : await this.acquire(keys, options);
+      if (!handle) return undefined;
       try {
         return await this.runWithHandle(handle, () => fn(handle));
       } finally {
@@ -156,12 +168,18 @@ export class LockEngine {
   }
 
   /** `withLock` in read mode: shared with other readers. */
-  withReadLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: ModeFixedOptions): Promise<T> {
+  withReadLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options: ModeFixedOptions & SkipOptions): Promise<T | undefined>;
+  withReadLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: ModeFixedOptions & WaitOptions): Promise<T>;
+  withReadLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: ModeFixedOptions): Promise<T | undefined>;
+  withReadLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: ModeFixedOptions): Promise<T | undefined> {
     return this.withLock(keys, fn, { ...options, mode: 'read' });
   }
 
   /** `withLock` in write mode: exclusive. */
-  withWriteLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: ModeFixedOptions): Promise<T> {
+  withWriteLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options: ModeFixedOptions & SkipOptions): Promise<T | undefined>;
+  withWriteLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: ModeFixedOptions & WaitOptions): Promise<T>;
+  withWriteLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: ModeFixedOptions): Promise<T | undefined>;
+  withWriteLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: ModeFixedOptions): Promise<T | undefined> {
     return this.withLock(keys, fn, { ...options, mode: 'write' });
   }
 

@@ -46,6 +46,11 @@ export interface LockEvents {
   lost: LockEventBase & { readonly heldMs: number; readonly error: LockLostError };
   /** The deadlock alarm (see `HeldTooLongEvent`). */
   'held-too-long': HeldTooLongEvent;
+  /**
+   * `ifLocked: 'skip'`: the function was not run. `reason`: `'busy'` (the lock is held elsewhere) or `'unavailable'`
+   * (Redis could not be reached or did not answer in time: fail closed; `error` says why).
+   */
+  skipped: LockEventBase & { readonly reason: 'busy' | 'unavailable'; readonly error?: Error };
 }
 
 /** Event names, for typed subscription. */

@@ -1,3 +1,4 @@
+import { defaultAppName } from './app-name.js';
 import { describe, expect, it } from '@jest/globals';
 import { LockConfigError } from '../errors/lock-config.error.js';
 import type { AcquireOptions } from '../types/lock.types.js';
@@ -24,7 +25,7 @@ describe('DEFAULT_LOCK_SETTINGS', () => {
       waitTimeoutMs: 10_000,
       commandTimeoutMs: 2_000,
       autoExtend: true,
-      appName: process.env.npm_package_name ?? '',
+      appName: defaultAppName(),
       holdWarningMs: 60_000,
       waitWarningMs: 5_000,
       waitForReplicas: undefined,
@@ -211,6 +212,8 @@ describe('resolveAcquireOptions', () => {
       waitTimeoutMs: 700,
       signal: undefined,
       fair: false,
+      ifLocked: 'wait',
+      holdAtLeastMs: 0,
     });
   });
 
@@ -218,10 +221,12 @@ describe('resolveAcquireOptions', () => {
     const signal = new AbortController().signal;
     const resolved = resolveAcquireOptions(
       settings,
-      { mode: 'read', leaseMs: 30, waitTimeoutMs: 0, autoExtend: true, signal, fair: true },
+      { mode: 'read', leaseMs: 30, waitTimeoutMs: 0, autoExtend: true, signal, fair: true, ifLocked: 'skip', holdAtLeastMs: 20 },
       KEY,
     );
-    expect(resolved).toEqual({ mode: 'read', leaseMs: 30, autoExtend: true, waitTimeoutMs: 0, signal, fair: true });
+    expect(resolved).toEqual({ mode: 'read', leaseMs: 30, autoExtend: true, waitTimeoutMs: 0, signal, fair: true, ifLocked: 'skip', holdAtLeastMs: 20 });
+    // The first lease covers the whole minimum hold.
+    expect(resolveAcquireOptions(settings, { leaseMs: 30, holdAtLeastMs: 5_000 }, KEY).leaseMs).toBe(5_000);
     expect(resolved.signal).toBe(signal);
   });
 

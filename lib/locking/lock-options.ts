@@ -1,4 +1,5 @@
 import { LockConfigError } from '../errors/lock-config.error.js';
+import { defaultAppName } from './app-name.js';
 import type { AcquireOptions, LockMode } from '../types/lock.types.js';
 
 /** Engine-wide settings, after defaults are merged. */
@@ -17,7 +18,10 @@ export interface LockEngineSettings {
   readonly commandTimeoutMs: number;
   /** Default watchdog renewal. Default `true`. */
   readonly autoExtend: boolean;
-  /** Application name recorded with each hold for `inspect`. Default: `npm_package_name`, else `''`. */
+  /**
+   * Application name recorded with each hold for `inspect`. Default: `npm_package_name`, else the `name` of the
+   * nearest `package.json` above the entry script, else the process title.
+   */
   readonly appName: string;
   /** Deadlock alarm: report a hold kept longer than this, in milliseconds, once. Default `60_000`; `0` turns it off. */
   readonly holdWarningMs: number;
@@ -49,7 +53,7 @@ export const DEFAULT_LOCK_SETTINGS: LockEngineSettings = Object.freeze({
   waitTimeoutMs: 10_000,
   commandTimeoutMs: 2_000,
   autoExtend: true,
-  appName: process.env.npm_package_name ?? '',
+  appName: defaultAppName(),
   holdWarningMs: 60_000,
   waitWarningMs: 5_000,
   waitForReplicas: undefined,
@@ -73,6 +77,8 @@ export interface ResolvedAcquireOptions {
   readonly waitTimeoutMs: number;
   readonly signal: AbortSignal | undefined;
   readonly fair: boolean;
+  readonly ifLocked: 'wait' | 'skip';
+  readonly holdAtLeastMs: number;
 }
 
 /** Throws `LockConfigError` unless `value` is a whole number of ms in range; `key` names the lock in the message. */
@@ -181,5 +187,11 @@ export function resolveAcquireOptions(
   if (typeof fair !== 'boolean') {
     throw new LockConfigError(`invalid fair for "${key}": expected true or false`, 'fair', key);
   }
-  return { mode, leaseMs, autoExtend, waitTimeoutMs, signal: o.signal, fair };
+  const ifLocked = o.ifLocked ?? 'wait';
+  if (ifLocked !== 'wait' && ifLocked !== 'skip') {
+    throw new LockConfigError(`invalid ifLocked for "${key}": ${String(ifLocked)}; expected 'wait' or 'skip'`, 'ifLocked', key);
+  }
+  const holdAtLeastMs = checkDuration('holdAtLeastMs', o.holdAtLeastMs ?? 0, 0, false, key);
+  // The first lease covers the whole minimum hold: a holder that dies right after a short run keeps it taken.
+  return { mode, leaseMs: Math.max(leaseMs, holdAtLeastMs), autoExtend, waitTimeoutMs, signal: o.signal, fair, ifLocked, holdAtLeastMs };
 }

@@ -1,4 +1,5 @@
-import type { LockRef, LockStore, WakeUp, WakeUpSubscription } from '../redis/lock-store.js';
+import type { LockRef, LockStore, WaitingCall, WakeUp, WakeUpSubscription } from '../redis/lock-store.js';
+import { WAITER_HEARTBEAT_MS } from '../redis/lua-scripts.js';
 import type { LockMode } from '../types/lock.types.js';
 import { WaitSignal } from './wait-signal.js';
 
@@ -22,10 +23,17 @@ export function wakes(wakeUp: WakeUp, waiterId: string, mode: LockMode): boolean
 /**
  * Every acquisition of one engine that waits for a lock. A waiter listens for its lock's wake-ups and sleeps until
  * woken, until the blocking leases can have run out, or until its deadline, whichever is first.
+ *
+ * While any of its waiters is registered in the store, the room sends the waiters' heartbeat every
+ * `WAITER_HEARTBEAT_MS`: one `keepWaiting` call for all of them, which renews their registrations (a waiter whose
+ * process died or froze stops renewing, and is passed over once its registration or claim window ran out) and wakes
+ * the waiters that may get in now, or whose registration is gone (after a stall: they register afresh).
  */
 export class WaitingRoom {
   private readonly waits = new Set<Wait>();
   private seq = 0;
+  private heartbeat: NodeJS.Timeout | undefined;
+  private beating = false;
 
   constructor(
     private readonly store: LockStore,
@@ -43,10 +51,40 @@ export class WaitingRoom {
   }
 
   /** Starts listening for `lock`'s wake-ups on behalf of waiter `waiterId`. Call `leave()` when done. */
-  enter(lock: LockRef, mode: LockMode, waiterId: string, owner: string, startedAt: number): Wait {
-    const wait = new Wait(this.store, lock, mode, waiterId, owner, startedAt, (w) => this.waits.delete(w));
+  enter(lock: LockRef, mode: LockMode, fair: boolean, waiterId: string, owner: string, startedAt: number): Wait {
+    const wait = new Wait(this.store, { lock, mode, fair, waiterId }, owner, startedAt, (w) => this.waits.delete(w), () => this.beat());
     this.waits.add(wait);
     return wait;
+  }
+
+  /** Keeps the heartbeat going while a waiter is registered. */
+  private beat(): void {
+    if (this.heartbeat) return;
+    this.heartbeat = setTimeout(() => {
+      this.heartbeat = undefined;
+      void this.keepWaiting();
+    }, WAITER_HEARTBEAT_MS);
+    this.heartbeat.unref();
+  }
+
+  private async keepWaiting(): Promise<void> {
+    const registered = [...this.waits].filter((w) => w.registered);
+    if (registered.length === 0) return;
+    // One round at a time: a slow round is not piled on (the registrations outlive several periods).
+    if (!this.beating) {
+      this.beating = true;
+      try {
+        const replies = await this.store.keepWaiting(registered.map((w) => w.call));
+        replies.forEach((reply, i) => {
+          if (reply === 'attempt') registered[i].wake();
+        });
+      } catch {
+        // Redis did not answer: the waiters keep their own retry timers; the next round tries again.
+      } finally {
+        this.beating = false;
+      }
+    }
+    if ([...this.waits].some((w) => w.registered)) this.beat();
   }
 
   /** The waits in progress, for the deadlock alarm. */
@@ -63,23 +101,35 @@ export class WaitingRoom {
 /** One acquisition's wait: its wake-up subscription, a one-shot wake-up signal, and its alarm record. */
 export class Wait implements WaitRecord {
   readonly key: string;
+  readonly mode: LockMode;
   alarmed = false;
+  /** Whether the store has the waiter registered (an attempt was refused): the heartbeat renews it then. */
+  registered = false;
   private readonly signal = new WaitSignal();
   private readonly subscription: WakeUpSubscription;
 
   constructor(
     store: LockStore,
-    lock: LockRef,
-    readonly mode: LockMode,
-    waiterId: string,
+    /** The waiter, as the heartbeat names it. */
+    readonly call: WaitingCall,
     readonly owner: string,
     readonly startedAt: number,
     private readonly onLeave: (wait: Wait) => void,
+    private readonly onRegistered: () => void,
   ) {
-    this.key = lock.key;
-    this.subscription = store.listen(lock, (wakeUp) => {
+    this.key = call.lock.key;
+    this.mode = call.mode;
+    const { waiterId, mode } = call;
+    this.subscription = store.listen(call.lock, (wakeUp) => {
       if (wakes(wakeUp, waiterId, mode)) this.signal.fire();
     });
+  }
+
+  /** The store registered the waiter (an attempt was refused): from now on the heartbeat renews it. */
+  markRegistered(): void {
+    if (this.registered) return;
+    this.registered = true;
+    this.onRegistered();
   }
 
   /** Resolves once wake-ups are received (at once when the subscription was live already). */
@@ -102,6 +152,7 @@ export class Wait implements WaitRecord {
   }
 
   leave(): void {
+    this.registered = false;
     this.subscription.stop();
     this.onLeave(this);
   }

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import type { BeforeApplicationShutdown, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { LockEngine } from '../locking/lock-engine.js';
-import type { ModeFixedOptions } from '../locking/lock-engine.js';
+import type { ModeFixedOptions, SkipOptions, WaitOptions } from '../locking/lock-engine.js';
 import type { LockEventListener, LockEventName } from '../locking/lock-events.js';
 import { attachOpenTelemetryMetrics } from '../observability/lock-metrics.js';
 import type { LockStoreFactory } from '../redis/lock-store.js';
@@ -73,20 +73,30 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown, OnA
 
   /**
    * Acquires (write by default), runs `fn(handle)`, releases on success and on throw; returns what `fn` returns.
-   * Nested calls in the same async context re-enter. Rejects as `acquire` does.
+   * Nested calls in the same async context re-enter. Rejects as `acquire` does. With `ifLocked: 'skip'`, a busy lock
+   * (or Redis unavailable) means `fn` is not run and the call resolves to `undefined` (a `skipped` event says why).
    * @example const saved = await locks.withLock(`article:${id}`, () => this.articles.save(id, dto));
    */
-  withLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
+  withLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options: SkipOptions): Promise<T | undefined>;
+  withLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: WaitOptions): Promise<T>;
+  withLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: AcquireOptions): Promise<T | undefined>;
+  withLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: AcquireOptions): Promise<T | undefined> {
     return this.engine.withLock(keys, fn, options);
   }
 
   /** `withLock` in read mode: shared with other readers. */
-  withReadLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: ModeFixedOptions): Promise<T> {
+  withReadLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options: ModeFixedOptions & SkipOptions): Promise<T | undefined>;
+  withReadLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: ModeFixedOptions & WaitOptions): Promise<T>;
+  withReadLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: ModeFixedOptions): Promise<T | undefined>;
+  withReadLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: ModeFixedOptions): Promise<T | undefined> {
     return this.engine.withReadLock(keys, fn, options);
   }
 
   /** `withLock` in write mode: exclusive. */
-  withWriteLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: ModeFixedOptions): Promise<T> {
+  withWriteLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options: ModeFixedOptions & SkipOptions): Promise<T | undefined>;
+  withWriteLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: ModeFixedOptions & WaitOptions): Promise<T>;
+  withWriteLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: ModeFixedOptions): Promise<T | undefined>;
+  withWriteLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: ModeFixedOptions): Promise<T | undefined> {
     return this.engine.withWriteLock(keys, fn, options);
   }
 

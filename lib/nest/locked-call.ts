@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { defer, finalize, from, isObservable, mergeMap, throwError } from 'rxjs';
+import { defer, finalize, from, isObservable, mergeMap, of, throwError } from 'rxjs';
+import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error.js';
 import type { Observable } from 'rxjs';
 import { asError } from '../locking/lock-events.js';
 import type { LockHandle } from '../types/lock.types.js';
@@ -65,7 +66,9 @@ export function invokeLocked(spec: LockedMethodSpec, wrapper: AnyMethod, origina
   const { engine } = runtime;
   if (deferred) {
     return (async () => {
-      const handle = await engine.acquireChecked(keys, spec.options);
+      // A controller: a skipped request is not a success. Busy answers the conflict status, Redis failing 503.
+      const handle = await engine.acquireOrSkipChecked(keys, spec.options, true);
+      if (!handle) throw skippedRequest(spec, keys);
       deferred.handle = handle;
       return engine.runWithHandle(handle, () => original.apply(self, args));
     })();
@@ -73,9 +76,11 @@ export function invokeLocked(spec: LockedMethodSpec, wrapper: AnyMethod, origina
   if (spec.returnsObservable) {
     return defer(() =>
       engine.runInOwnerScope(() =>
-        from(engine.acquireChecked(keys, spec.options)).pipe(
+        from(engine.acquireOrSkipChecked(keys, spec.options)).pipe(
           mergeMap((handle) =>
-            (engine.runWithHandle(handle, () => original.apply(self, args)) as Observable<unknown>).pipe(
+            !handle
+              ? of(undefined)
+              : (engine.runWithHandle(handle, () => original.apply(self, args)) as Observable<unknown>).pipe(
               finalize(() => settleInBackground(runtime, spec, handle)),
             ),
           ),
@@ -84,7 +89,9 @@ export function invokeLocked(spec: LockedMethodSpec, wrapper: AnyMethod, origina
     );
   }
   return engine.runInOwnerScope(async () => {
-    const handle = await engine.acquireChecked(keys, spec.options);
+    const handle = await engine.acquireOrSkipChecked(keys, spec.options);
+    // `ifLocked: 'skip'` and the lock busy (or Redis unavailable): the method is not run.
+    if (!handle) return undefined;
     let result: unknown;
     try {
       result = await engine.runWithHandle(handle, () => original.apply(self, args));
@@ -122,6 +129,11 @@ async function settle(runtime: LockRuntime, spec: LockedMethodSpec, handle: Lock
 /** `settle` from a teardown, where nothing can be thrown: a lost lock is logged even with `onLockLost: 'throw'`. */
 export function settleInBackground(runtime: LockRuntime, spec: LockedMethodSpec, handle: LockHandle): void {
   settle(runtime, spec, handle).catch((err: unknown) => runtime.warn(`${spec.method}: ${describe(err)}`));
+}
+
+/** The conflict a controller answers for a request skipped because the lock was busy (`ifLocked: 'skip'`). */
+function skippedRequest(spec: LockedMethodSpec, keys: readonly string[]): LockAcquireTimeoutError {
+  return new LockAcquireTimeoutError({ key: keys[0], keys, mode: spec.mode, waitedMs: 0, waitTimeoutMs: 0 });
 }
 
 function describe(err: unknown): string {

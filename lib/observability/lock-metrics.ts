@@ -28,11 +28,12 @@ export const LOCK_METRICS = Object.freeze({
   timeouts: 'lock.timeouts',
   lost: 'lock.lost',
   heldTooLong: 'lock.held_too_long',
+  skipped: 'lock.skipped',
 });
 
 /**
  * Records the engine's events as OpenTelemetry metrics: wait and hold time histograms (ms), counters for
- * acquisitions, contention, timeouts, lost locks and held-too-long alarms, tagged by `lock.mode` (and `lock.key`
+ * acquisitions, contention, timeouts, lost locks, held-too-long alarms and skipped calls, tagged by `lock.mode` (and `lock.key`
  * when opted in). Returns a function that detaches it.
  */
 export function attachLockMetrics(engine: LockEngine, meter: MeterLike, options: Omit<LockMetricsOptions, 'meter'> = {}): () => void {
@@ -43,6 +44,7 @@ export function attachLockMetrics(engine: LockEngine, meter: MeterLike, options:
   const timeouts = meter.createCounter(LOCK_METRICS.timeouts, { description: 'Acquisitions that timed out' });
   const lost = meter.createCounter(LOCK_METRICS.lost, { description: 'Locks lost while held' });
   const heldTooLong = meter.createCounter(LOCK_METRICS.heldTooLong, { description: 'Holds or waits past their alarm threshold' });
+  const skipped = meter.createCounter(LOCK_METRICS.skipped, { description: "Calls not run because the lock was busy or Redis unavailable (ifLocked: 'skip')" });
   const attrs = (e: { key: string; mode: string }): Record<string, string> =>
     options.keyAttribute ? { 'lock.mode': e.mode, 'lock.key': e.key } : { 'lock.mode': e.mode };
   const offs = [
@@ -56,6 +58,7 @@ export function attachLockMetrics(engine: LockEngine, meter: MeterLike, options:
     engine.on('timeout', (e) => timeouts.add(1, attrs(e))),
     engine.on('lost', (e) => lost.add(1, attrs(e))),
     engine.on('held-too-long', (e) => heldTooLong.add(1, { ...attrs(e), 'lock.detected_by': e.detectedBy })),
+    engine.on('skipped', (e) => skipped.add(1, { ...attrs(e), 'lock.skip_reason': e.reason })),
   ];
   return () => offs.forEach((off) => off());
 }

@@ -10,6 +10,8 @@ import type {
   ReleaseReply,
   RenewCall,
   StorePing,
+  WaitingCall,
+  WaitingReply,
   WakeUp,
   WakeUpSubscription,
 } from './lock-store.js';
@@ -69,8 +71,8 @@ export class BoundedLockStore implements LockStore {
     });
   }
 
-  release(lock: LockRef, token: string, seq: number | undefined): Promise<ReleaseReply> {
-    return this.bound(this.inner.release(lock, token, seq), 'release', lock.key);
+  release(lock: LockRef, token: string, seq: number | undefined, holdAtLeastMs = 0): Promise<ReleaseReply> {
+    return this.bound(this.inner.release(lock, token, seq, holdAtLeastMs), 'release', lock.key);
   }
 
   renew(holds: readonly RenewCall[]): Promise<boolean[]> {
@@ -83,6 +85,10 @@ export class BoundedLockStore implements LockStore {
 
   cancelWait(lock: LockRef, mode: LockMode, waiterId: string): Promise<void> {
     return this.bound(this.inner.cancelWait(lock, mode, waiterId), 'cancelWait', lock.key);
+  }
+
+  keepWaiting(waits: readonly WaitingCall[]): Promise<WaitingReply[]> {
+    return this.bound(this.inner.keepWaiting(waits), 'keepWaiting', waits.length === 1 ? waits[0].lock.key : undefined);
   }
 
   forceRelease(lock: LockRef): Promise<boolean> {

@@ -6,8 +6,8 @@ import type { LuaScript } from './lua-scripts.js';
 import type { ScriptGateway } from './script-gateway.js';
 import { slotOf } from './sharded-channels.js';
 
-/** Holds renewed per script call: 2 keys each, so one call stays well under Redis's argument limits. */
-const RENEW_CHUNK = 200;
+/** Holds (or waiters) per script call: 2 keys each (6 for a waiter), so one call stays well under Redis's argument limits. */
+export const RENEW_CHUNK = 200;
 
 /**
  * The watchdog's renewals on Redis: RENEW_MANY per chunk of up to 200 holds, and on a Cluster the routing of each
@@ -95,8 +95,20 @@ export class LeaseRenewals {
   }
 }
 
+/** `items` grouped by `keyOf`, in first-seen order. */
+export function groupBy<T, K>(items: readonly T[], keyOf: (item: T) => K): Map<K, T[]> {
+  const groups = new Map<K, T[]>();
+  for (const item of items) {
+    const key = keyOf(item);
+    const group = groups.get(key);
+    if (group) group.push(item);
+    else groups.set(key, [item]);
+  }
+  return groups;
+}
+
 /** `items` in runs of at most `size`. */
-function chunks<T>(items: readonly T[], size: number): T[][] {
+export function chunks<T>(items: readonly T[], size: number): T[][] {
   const out: T[][] = [];
   for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
   return out;

@@ -36,6 +36,7 @@ describe('decodeHolder', () => {
       pid: 4242,
       app: 'orders',
       holdCount: 2,
+      finished: false,
       since: new Date(SINCE),
       remainingLeaseMs: 1234,
       fencingToken: 42,

@@ -85,6 +85,7 @@ export function decodeHolder(record: string, mode: LockMode, remainingLeaseMs: n
     pid: Number(pid),
     app,
     holdCount: Number(count),
+    finished: count === '0',
     since: new Date(Number(since)),
     remainingLeaseMs,
     fencingToken: Number(fence),

@@ -17,15 +17,22 @@ export interface LockStore {
   acquire(call: AcquireCall): Promise<AcquireReply>;
   /**
    * Releases one reentrant level of `token`'s hold (`seq` given), or every level (`seq` undefined: a release by
-   * token from any process), and wakes whoever can now get in.
+   * token from any process), and wakes whoever can now get in. `holdAtLeastMs` (last level only): if the hold was
+   * granted less than that long ago (the store's clock), it is kept, finished (hold count 0), until then, and nobody
+   * is woken; the reply is `'ended'` all the same.
    */
-  release(lock: LockRef, token: string, seq: number | undefined): Promise<ReleaseReply>;
+  release(lock: LockRef, token: string, seq: number | undefined, holdAtLeastMs?: number): Promise<ReleaseReply>;
   /** Renews many leases in as few round trips as the backend allows; one result per call: still held or not. */
   renew(holds: readonly RenewCall[]): Promise<boolean[]>;
   /** Makes `token`'s lease run `ms` from now (may shorten it). `false` when the token holds nothing there. */
   extend(lock: LockRef, token: string, ms: number): Promise<boolean>;
   /** Withdraws a waiter that gave up and passes on any wake-up it may have taken. */
   cancelWait(lock: LockRef, mode: LockMode, waiterId: string): Promise<void>;
+  /**
+   * The waiters' heartbeat: renews the registrations of waiters that still wait (never re-creating one that is gone),
+   * passes over waiters that died or froze, and tells each waiter whether to attempt again now.
+   */
+  keepWaiting(waits: readonly WaitingCall[]): Promise<WaitingReply[]>;
   /** Frees the lock whoever holds it. `true` if it was held. */
   forceRelease(lock: LockRef): Promise<boolean>;
   /** A consistent snapshot of the lock; `null` when nobody holds it. */
@@ -155,6 +162,20 @@ export interface RenewCall {
   readonly token: string;
   readonly leaseMs: number;
 }
+
+/** A registered waiter, for the heartbeat (`keepWaiting`). */
+export interface WaitingCall {
+  readonly lock: LockRef;
+  readonly mode: LockMode;
+  readonly waiterId: string;
+  readonly fair: boolean;
+}
+
+/**
+ * `'waiting'`: registration renewed, keep waiting. `'attempt'`: attempt now: the waiter may get in, or its
+ * registration is gone (it ran out while the process was stalled; the attempt registers it afresh).
+ */
+export type WaitingReply = 'waiting' | 'attempt';
 
 /** A wake-up: one named waiter may retry, or every waiting reader may. */
 export type WakeUp = { readonly waiterId: string } | 'readers';

@@ -34,8 +34,24 @@ function script(name: string, source: string): LuaScript {
   return Object.freeze({ name, source, sha: createHash('sha1').update(source).digest('hex') });
 }
 
+/**
+ * How long a waiter's registration lives without a heartbeat, in milliseconds (Redis time). Live waiters renew it
+ * every `WAITER_HEARTBEAT_MS` (KEEP_WAITING, batched per process), so a waiter that died or froze is passed over
+ * within this. See docs/internals.md, "Waiter liveness".
+ */
+export const WAITER_LEASE_MS = 1_000;
+/** How often a process renews its waiters' registrations, in milliseconds: several times per `WAITER_LEASE_MS`. */
+export const WAITER_HEARTBEAT_MS = 150;
+/**
+ * How long a waiter woken by name has to take its turn, in milliseconds, unless its heartbeat shows it alive: longer
+ * than one heartbeat period, so only a waiter whose process is dead or stalled loses its turn.
+ */
+export const CLAIM_MS = 250;
+
 /** Helpers shared by the scripts: clock, purge of dead holders and waiters, expiry bookkeeping, wake-ups. */
 const PRELUDE = `
+local WAITER_LEASE_MS, CLAIM_MS = ${WAITER_LEASE_MS}, ${CLAIM_MS}
+
 local function clock()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -104,7 +120,12 @@ end
 -- Wakes whoever can now get in. Fair waiters first, by name: the head of the queue, or every reader in the
 -- run of readers at its head. Otherwise one waiting writer if the lock is free, else every waiting reader
 -- when no writer holds or waits. Messages name their waiter, so only that waiter retries.
+-- A waiter woken by name has the claim window to take its turn: its registration is cut to run out then (a live
+-- waiter's heartbeat, KEEP_WAITING, renews it), so a waiter that died or froze is passed over once it has passed.
+-- One whose registration runs out within the window already was woken (or has stopped renewing): not again.
 -- The lock is free when its state is gone (scripts delete it with the last holder). now may be nil: read here then.
+-- Returns whom it woke, for KEEP_WAITING: fair queue members ('w:<id>', 'r:<id>'), a writer ('<id>'), or 'r'
+-- (every non-fair reader); nil for nobody.
 local function wake(K, channel, now)
   if redis.call('EXISTS', K.writers, K.readers, K.queue) == 0 then return end
   if redis.call('HEXISTS', K.state, 'w') == 1 then return end
@@ -112,27 +133,33 @@ local function wake(K, channel, now)
   purgeQueue(K, now)
   local q = redis.call('ZRANGE', K.queue, 0, 63)
   if #q > 0 then
+    local woken = {}
     if string.sub(q[1], 1, 1) == 'w' then
-      if redis.call('EXISTS', K.state) == 0 then
-        redis.call('PUBLISH', channel, 'f:' .. string.sub(q[1], 3))
-      end
+      if redis.call('EXISTS', K.state) == 0 then woken[1] = q[1] end
     else
       for i = 1, #q do
         if string.sub(q[i], 1, 1) ~= 'r' then break end
-        redis.call('PUBLISH', channel, 'f:' .. string.sub(q[i], 3))
+        woken[i] = q[i]
       end
     end
-    return
+    for i = 1, #woken do
+      if redis.call('ZADD', K.deadlines, 'XX', 'LT', 'CH', now + CLAIM_MS, woken[i]) == 1 then
+        redis.call('PUBLISH', channel, 'f:' .. string.sub(woken[i], 3))
+      end
+    end
+    return woken
   end
   local w = redis.call('ZRANGEBYSCORE', K.writers, '(' .. now, '+inf', 'LIMIT', 0, 1)
   if #w > 0 then
-    if redis.call('EXISTS', K.state) == 0 then
+    if redis.call('EXISTS', K.state) == 1 then return end
+    if redis.call('ZADD', K.writers, 'XX', 'LT', 'CH', now + CLAIM_MS, w[1]) == 1 then
       redis.call('PUBLISH', channel, 'w:' .. w[1])
     end
-    return
+    return { w[1] }
   end
   if redis.call('ZCOUNT', K.readers, '(' .. now, '+inf') > 0 then
     redis.call('PUBLISH', channel, 'r')
+    return { 'r' }
   end
 end
 
@@ -303,22 +330,24 @@ if purged then
   wake(K, K.channel, now)
 end
 local untilMs
+-- When to retry if no wake-up comes first: when the blocking leases can have run out. Behind waiting writers or
+-- the fair queue with the lock held, that is the holders' leases too: waiters that die or freeze are passed over by
+-- the wake-ups and the live waiters' heartbeats (KEEP_WAITING), not by everyone polling their registrations.
 if blocked == 1 then
   untilMs = tonumber(redis.call('ZSCORE', K.leases, writer) or now)
-elseif blocked == 2 then
-  untilMs = tonumber(redis.call('ZRANGE', K.leases, -1, -1, 'WITHSCORES')[2] or now)
-elseif blocked == 3 then
-  untilMs = tonumber(redis.call('ZRANGE', K.writers, -1, -1, 'WITHSCORES')[2] or now)
 else
-  -- Behind the fair queue: retry when its head's registration can have run out (if no wake-up came first).
-  local head = redis.call('ZRANGE', K.queue, 0, 0)[1]
-  untilMs = tonumber((head and redis.call('ZSCORE', K.deadlines, head)) or now)
-  local held = redis.call('ZRANGE', K.leases, -1, -1, 'WITHSCORES')[2]
-  if held and tonumber(held) < untilMs then untilMs = tonumber(held) end
+  untilMs = tonumber(redis.call('ZRANGE', K.leases, -1, -1, 'WITHSCORES')[2] or 0)
+  if untilMs <= now and blocked == 3 then
+    untilMs = tonumber(redis.call('ZRANGE', K.writers, -1, -1, 'WITHSCORES')[2] or now)
+  elseif untilMs <= now and blocked == 5 then
+    local head = redis.call('ZRANGE', K.queue, 0, 0)[1]
+    untilMs = tonumber((head and redis.call('ZSCORE', K.deadlines, head)) or now)
+  end
 end
 local waitMs = math.max(untilMs - now, 0)
 if member ~= '' then
-  local expiry = now + waitMs + lease
+  -- The registration's liveness lease: the waiter's heartbeat renews it while the waiter lives.
+  local expiry = now + WAITER_LEASE_MS
   if fair or queued then
     if not queued then redis.call('ZADD', K.queue, nowus, member) end
     redis.call('ZADD', K.deadlines, expiry, member)
@@ -337,8 +366,11 @@ return {0, waitMs, blocked}
 
 /**
  * Release one level of a hold, or all of it.
- * ARGV: 1 token, 2 seq ('' = release every level: an external release by token).
- * Returns 2 when the hold ended, 1 when a level was released and the hold goes on (or this release was
+ * ARGV: 1 token, 2 seq ('' = release every level: an external release by token), 3 holdAtLeastMs (optional): when the
+ * hold ends less than that long after it was granted (its record's `since`, Redis time), it is kept until then
+ * instead, finished (hold count 0, no renewal: the holder dropped it), its lease cut to that time, and nobody is
+ * woken (nobody can enter before then; waiters retry when the lease ends).
+ * Returns 2 when the hold ended (or finished), 1 when a level was released and the hold goes on (or this release was
  * already applied), 0 when the token holds nothing here.
  */
 export const RELEASE = script(
@@ -354,6 +386,25 @@ if held then
   count, hseq, rest = string.match(held, '^(%d+)|(%d+)|(.*)$')
   if seq ~= '' and tonumber(seq) <= tonumber(hseq) then return 1 end
   last = seq == '' or count == '1'
+  local atLeast = last and tonumber(ARGV[3] or '0') or 0
+  if atLeast > 0 then
+    local t = redis.call('TIME')
+    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    local holdUntil = tonumber(string.match(rest, '^%d+|(%d+)|')) + atLeast
+    if holdUntil > now then
+      redis.call('HSET', KEYS[1], field, '0|' .. (seq == '' and hseq or seq) .. '|' .. rest)
+      if redis.call('EXISTS', KEYS[2]) == 1 then
+        redis.call('ZADD', KEYS[2], holdUntil, token)
+        local top = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')[2]
+        redis.call('PEXPIREAT', KEYS[1], top)
+        redis.call('PEXPIREAT', KEYS[2], top)
+      else
+        -- Single-holder form: the lease is the state's own expiry.
+        redis.call('PEXPIREAT', KEYS[1], holdUntil)
+      end
+      return 2
+    end
+  end
   -- Fast path, ahead of the prelude's helpers: the last level of a lock in single-holder form (no leases set: this
   -- is the sole holder, its lease running since the state exists) with nobody waiting. KEYS[2] leases, [3] writers,
   -- [4] readers, [5] fair queue.
@@ -520,6 +571,47 @@ return removed
 );
 
 /**
+ * Waiters' heartbeat: renews the registrations of many waiters of one process (one call per tick), and wakes whoever
+ * can get in now, so that a waiter woken by name that died or froze is passed over once its claim window passed.
+ * KEYS: the 6 keys of each waiter's lock, in order. ARGV: waiter id, mode ('w'|'r') and '1' (fair) or '0' of each.
+ * Only an existing, live registration is renewed (never created: a waiter that gave up stays withdrawn).
+ * Returns one entry per waiter: 0 not registered (any more): attempt again now (that registers it afresh; a fair
+ * waiter joins the back of the queue); 1 renewed; 2 renewed, and it may get in now: attempt now.
+ */
+export const KEEP_WAITING = script(
+  'keep-waiting',
+  PRELUDE +
+    `
+local now = clock()
+local out, woken = {}, {}
+for i = 1, #ARGV / 3 do
+  local k = 6 * (i - 1)
+  local K = lockKeys({ KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6] })
+  local id, mode, fair = ARGV[3 * i - 2], ARGV[3 * i - 1], ARGV[3 * i] == '1'
+  local member = fair and (mode .. ':' .. id) or id
+  local set = fair and K.deadlines or (mode == 'w' and K.writers or K.readers)
+  local s = redis.call('ZSCORE', set, member)
+  if not s or tonumber(s) <= now then
+    out[i] = 0
+  else
+    redis.call('ZADD', set, now + WAITER_LEASE_MS, member)
+    expireWith(set)
+    if fair then redis.call('PEXPIREAT', K.queue, redis.call('ZRANGE', set, -1, -1, 'WITHSCORES')[2]) end
+    -- Once per lock: pass over the dead (their registrations ran out, or their claim window passed) and wake the
+    -- next. A waiter woken now (or still within its claim window) attempts now.
+    if woken[K.state] == nil then woken[K.state] = wake(K, K.channel, now) or false end
+    out[i] = 1
+    local me = (not fair and mode == 'r') and 'r' or member
+    for _, m in ipairs(woken[K.state] or {}) do
+      if m == me then out[i] = 2 end
+    end
+  end
+end
+return out
+`,
+);
+
+/**
  * Administrative release: frees the lock whoever holds it. No ARGV.
  * Returns 1 if the lock was held.
  */
@@ -650,7 +742,7 @@ export const ACQUIRE_BATCH = batched(ACQUIRE);
 export const RELEASE_BATCH = batched(RELEASE);
 
 /** Every script the library may send, standalone and Cluster variants alike (for the SHA → source lookup). */
-export const ALL_SCRIPTS: readonly LuaScript[] = [ACQUIRE, ACQUIRE_BATCH, CANCEL_WAIT, EXTEND, FORCE_RELEASE, INSPECT, RELEASE, RELEASE_BATCH, RENEW_MANY, RENEW_MANY_CROSS_SLOT].flatMap((s) => {
+export const ALL_SCRIPTS: readonly LuaScript[] = [ACQUIRE, ACQUIRE_BATCH, CANCEL_WAIT, EXTEND, FORCE_RELEASE, INSPECT, KEEP_WAITING, RELEASE, RELEASE_BATCH, RENEW_MANY, RENEW_MANY_CROSS_SLOT].flatMap((s) => {
   const variant = sharded(s);
   return variant === s ? [s] : [s, variant];
 });

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import type { AcquireCall, AcquireReply, BlockedBy } from './lock-store.js';
 import { laneOf } from './quorum-masters.js';
 import type { QuorumMasters } from './quorum-masters.js';
-import { gather, sleep, within } from './quorum-outcomes.js';
+import { sleep, within } from './quorum-outcomes.js';
 import type { Outcome } from './quorum-outcomes.js';
 import type { QuorumUndo } from './quorum-undo.js';
 
@@ -32,6 +32,7 @@ export async function acquireOnQuorum(masters: QuorumMasters, undo: QuorumUndo, 
   const lane = laneOf(call.lock, call.token);
   const attempt = `${lane}\u0000${call.seq}`;
   if (undo.wasUndone(attempt)) return { granted: false, retryInMs: 0, blockedBy: 'writer' };
+  if (call.waiterId !== '') masters.waiterLanes.set(call.waiterId, lane);
   const sentAt = performance.now();
   const raws = masters.list.map((m) => masters.inLane(m, lane, () => m.store.acquire(call)));
   for (const r of raws) r.catch(() => undefined);
@@ -40,7 +41,7 @@ export async function acquireOnQuorum(masters: QuorumMasters, undo: QuorumUndo, 
   // answer as well: when they do, the fencing token is the largest of every grant, as `inspect` reports it.
   let graceUntil: number | undefined;
   let majorityAt: number | undefined;
-  const outcomes = await gather(raws, masters.bound(), (outs, timedOut) => {
+  const outcomes = await masters.gather(raws, masters.bound(), (outs, timedOut) => {
     const settled = outs.filter(Boolean).length;
     const answered = outs.filter((o) => o?.ok).length;
     const grants = outs.filter(grantedBy).length;
@@ -56,6 +57,7 @@ export async function acquireOnQuorum(masters: QuorumMasters, undo: QuorumUndo, 
   const grants = outcomes.filter(grantedBy);
   const granted = grants.length >= q && (call.reentry || validity > 0);
   if (granted) {
+    masters.waiterLanes.delete(call.waiterId);
     const replies = grants.map((o) => (o as { value: AcquireReply & { granted: true } }).value);
     // Waiter registrations left on masters that did not grant are withdrawn there once they answer.
     if (call.waiterId !== '') {

@@ -11,12 +11,14 @@ import type {
   ReleaseReply,
   RenewCall,
   StorePing,
+  WaitingCall,
+  WaitingReply,
   WakeUp,
   WakeUpSubscription,
 } from './lock-store.js';
 import { acquireOnQuorum, withDrift } from './quorum-grant.js';
 import { QuorumMasters, laneOf } from './quorum-masters.js';
-import { QuorumFailure, countOf, gather } from './quorum-outcomes.js';
+import { QuorumFailure, countOf, noop } from './quorum-outcomes.js';
 import { describeQuorumFailure, majorityPing, majorityView } from './quorum-reports.js';
 import { QuorumUndo } from './quorum-undo.js';
 
@@ -54,11 +56,14 @@ export class QuorumLockStore implements LockStore {
     return acquireOnQuorum(this.masters, this.undo, call, this.options.commandTimeoutMs);
   }
 
-  async release(lock: LockRef, token: string, seq: number | undefined): Promise<ReleaseReply> {
+  async release(lock: LockRef, token: string, seq: number | undefined, holdAtLeastMs = 0): Promise<ReleaseReply> {
     const lane = laneOf(lock, token);
     const { masters } = this;
-    const outcomes = await gather(
-      masters.list.map((m) => masters.inLane(m, lane, () => m.store.release(lock, token, seq))),
+    const calls = masters.list.map((m) => masters.inLane(m, lane, () => m.store.release(lock, token, seq, holdAtLeastMs)));
+    // The call is decided by a majority; the slower masters' releases go on, and `close` lets them finish.
+    for (const call of calls) this.undo.track(call.then(noop, noop));
+    const outcomes = await masters.gather(
+      calls,
       masters.bound(),
       (outs) => outs.every(Boolean) || (['ended', 'level', 'not-held'] as const).some((r) => countOf(outs, r) >= masters.quorum),
     );
@@ -75,7 +80,7 @@ export class QuorumLockStore implements LockStore {
     for (const h of holds) masters.useLease(h.leaseMs);
     const n = masters.size;
     const q = masters.quorum;
-    const outcomes = await gather(
+    const outcomes = await masters.gather(
       masters.list.map((m) => m.store.renew(holds)),
       masters.bound(),
       (outs) => {
@@ -100,7 +105,7 @@ export class QuorumLockStore implements LockStore {
     const { masters } = this;
     masters.useLease(ms);
     const n = masters.size;
-    const outcomes = await gather(
+    const outcomes = await masters.gather(
       masters.list.map((m) => m.store.extend(lock, token, ms)),
       masters.bound(),
       (outs) => {
@@ -113,18 +118,45 @@ export class QuorumLockStore implements LockStore {
     return false;
   }
 
+  /**
+   * Withdraws the waiter on every master, each after the attempts of it still queued for that master (its lane): an
+   * attempt that reaches a slow master later would register it again. A withdrawal still running when the call
+   * returns (a master slow or down) goes on in the background; `close` lets it finish (bounded).
+   */
   async cancelWait(lock: LockRef, mode: LockMode, waiterId: string): Promise<void> {
-    const outcomes = await gather(
-      this.masters.list.map((m) => m.store.cancelWait(lock, mode, waiterId)),
+    const { masters } = this;
+    const lane = masters.waiterLanes.get(waiterId);
+    masters.waiterLanes.delete(waiterId);
+    const calls = masters.list.map((m) => {
+      const cancel = () => m.store.cancelWait(lock, mode, waiterId);
+      const call = lane === undefined ? cancel() : masters.inLane(m, lane, cancel);
+      // Failures reach the caller through the outcomes below, not the connection-error report.
+      this.undo.track(call.then(noop, noop));
+      return call;
+    });
+    const outcomes = await masters.gather(calls, masters.bound(), (outs) => outs.every(Boolean));
+    masters.answeredOrThrow(outcomes);
+  }
+
+  /**
+   * The waiters' heartbeat on every master. A waiter attempts again as soon as any master that answered says so (it
+   * may get in there, or its registration is gone there): the attempt re-registers it on every master. Masters that
+   * do not answer in time are left out; with fewer than a majority answering the call fails (the waiters keep their
+   * own retry timers).
+   */
+  async keepWaiting(waits: readonly WaitingCall[]): Promise<WaitingReply[]> {
+    const outcomes = await this.masters.gather(
+      this.masters.list.map((m) => m.store.keepWaiting(waits)),
       this.masters.bound(),
       (outs) => outs.every(Boolean),
     );
-    this.masters.answeredOrThrow(outcomes);
+    const answered = this.masters.answeredOrThrow(outcomes);
+    return waits.map((_, i) => (answered.some((r) => r[i] === 'attempt') ? 'attempt' : 'waiting'));
   }
 
   /** Frees the lock on every master; `true` if any master had it held. */
   async forceRelease(lock: LockRef): Promise<boolean> {
-    const outcomes = await gather(
+    const outcomes = await this.masters.gather(
       this.masters.list.map((m) => m.store.forceRelease(lock)),
       this.masters.bound(),
       (outs) => outs.every(Boolean),
@@ -134,7 +166,7 @@ export class QuorumLockStore implements LockStore {
 
   /** The majority's view (`majorityView`). Waits for every master's answer (each bounded). */
   async inspect(lock: LockRef): Promise<LockInfo | null> {
-    const outcomes = await gather(
+    const outcomes = await this.masters.gather(
       this.masters.list.map((m) => m.store.inspect(lock)),
       this.masters.bound(),
       (outs) => outs.every(Boolean),

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import type { Redis } from 'ioredis';
 import type { RedisConnectionInput } from './connection.js';
 import type { LockRef, LockStoreContext } from './lock-store.js';
-import { QuorumFailure, within } from './quorum-outcomes.js';
+import { QuorumFailure, SUSPECT, within } from './quorum-outcomes.js';
 import type { Outcome } from './quorum-outcomes.js';
 import { validateQuorumInputs } from './quorum-inputs.js';
 import { TIMED_OUT } from './redis-failures.js';
@@ -30,6 +30,11 @@ export interface Master {
   readonly listeners: { event: 'close' | 'ready'; listener: () => void }[];
   /** Per lock and token: the tail of the commands sent to this master, so they reach it in order (see `inLane`). */
   readonly lanes: Map<string, Promise<void>>;
+  /**
+   * Its last call failed for want of an answer (timed out, connection down) and no answer came since: a call whose
+   * other masters can decide it does not wait for this one (see `gather`).
+   */
+  suspect: boolean;
 }
 
 /** The lane of `token`'s commands on `lock`: they reach each master one after the other. */
@@ -50,8 +55,15 @@ export class QuorumMasters {
   readonly quorum: number;
   /** Set by `close`: background work and start-time probes stop. */
   closed = false;
+  /**
+   * Per registered waiter id: the lane of its attempts (lock and token), so that its withdrawal reaches each master
+   * after every attempt still queued for it there, and no attempt registers it again after it gave up.
+   */
+  readonly waiterLanes = new Map<string, string>();
   /** The longest lease (acquire, renew, extend) sent to the masters, in milliseconds. */
   private longestLeaseMs = 0;
+  /** The decision checks of the calls under way (`gather`), run again when a master becomes suspect. */
+  private readonly pending = new Set<() => void>();
 
   /** @throws {LockConfigError} naming `redis` for invalid inputs (see `validateQuorumInputs`). */
   constructor(
@@ -73,6 +85,7 @@ export class QuorumMasters {
           epoch: 0,
           listeners: [],
           lanes: new Map(),
+          suspect: false,
         };
         this.list.push(master);
         this.watchRestarts(master);
@@ -132,6 +145,59 @@ export class QuorumMasters {
     return new QuorumFailure(failures, answered, this.quorum);
   }
 
+  /**
+   * Each master's outcome (`calls` in master order), each bounded by `boundMs`, as soon as `decided` says the outcomes
+   * so far decide the call (or every master settled). Masters still unsettled then are `undefined`.
+   *
+   * A master that is down (or paused) would make every call whose answers split wait for it until the bound: two
+   * contenders that each won one of the two live masters both wait for the third. So a suspect master (its last call
+   * got no answer, and none came since) counts as failed at once, as long as the others are a majority: the call is
+   * decided by the masters that answer. It is still sent the call, and its first answer clears the suspicion.
+   */
+  gather<T>(
+    calls: readonly Promise<T>[],
+    boundMs: number,
+    decided: (outs: readonly (Outcome<T> | undefined)[], wakeAt: (at: number) => boolean) => boolean,
+  ): Promise<(Outcome<T> | undefined)[]> {
+    const outs: (Outcome<T> | undefined)[] = calls.map(() => undefined);
+    const view = () => {
+      const suspects = this.list.filter((m) => m.suspect).length;
+      if (suspects === 0 || this.list.length - suspects < this.quorum) return outs;
+      return outs.map((o, i) => o ?? (this.list[i].suspect ? SUSPECT : undefined));
+    };
+    return new Promise((resolve) => {
+      let done = false;
+      let timer: NodeJS.Timeout | undefined;
+      const check = () => {
+        if (done) return;
+        // `wakeAt(at)`: decided once `at` (performance.now()) has passed; until then, checked again at that time.
+        const wakeAt = (at: number) => {
+          if (performance.now() >= at) return true;
+          if (!timer) timer = setTimeout(() => ((timer = undefined), check()), at - performance.now());
+          return false;
+        };
+        const seen = view();
+        if (decided(seen, wakeAt)) {
+          done = true;
+          clearTimeout(timer);
+          this.pending.delete(check);
+          resolve([...seen]);
+        }
+      };
+      // A master's connection that closes meanwhile makes it suspect: the call may be decided without it now.
+      this.pending.add(check);
+      calls.forEach((call, i) => {
+        const master = this.list[i];
+        void within(call, boundMs).then((o) => {
+          master.suspect = !o.ok && (o.error === TIMED_OUT || master.store.commandConnection.status !== 'ready');
+          outs[i] = o;
+          check();
+        });
+      });
+      check();
+    });
+  }
+
   /** Whether `master` counts towards a quorum now (the delayed-restart rule). */
   eligible(master: Master, now = performance.now()): boolean {
     if (master.requiredUptimeMs === 0) return true;
@@ -162,6 +228,8 @@ export class QuorumMasters {
   private watchRestarts(master: Master): void {
     const c = master.store.commandConnection;
     const onClose = () => {
+      master.suspect = true;
+      for (const check of [...this.pending]) check();
       master.epoch++;
       master.startedAt = undefined;
       master.requiredUptimeMs = Math.max(master.requiredUptimeMs, this.longestLeaseMs);

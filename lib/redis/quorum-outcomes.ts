@@ -1,4 +1,3 @@
-import { performance } from 'node:perf_hooks';
 import { TIMED_OUT } from './redis-failures.js';
 
 /** What one master's call gave: its answer, or its failure (`TIMED_OUT` when it did not answer in time). */
@@ -15,42 +14,6 @@ export class QuorumFailure extends Error {
     super(`quorum not reached: ${answered} master(s) answered, ${needed} needed`);
     this.name = 'QuorumFailure';
   }
-}
-
-/**
- * Each master's outcome, each bounded by `boundMs`, as soon as `decided` says the outcomes so far decide the call
- * (or every master settled). Masters still unsettled then are `undefined`.
- */
-export function gather<T>(
-  calls: readonly Promise<T>[],
-  boundMs: number,
-  decided: (outs: readonly (Outcome<T> | undefined)[], wakeAt: (at: number) => boolean) => boolean,
-): Promise<(Outcome<T> | undefined)[]> {
-  const outs: (Outcome<T> | undefined)[] = calls.map(() => undefined);
-  return new Promise((resolve) => {
-    let done = false;
-    let timer: NodeJS.Timeout | undefined;
-    const check = () => {
-      if (done) return;
-      // `wakeAt(at)`: decided once `at` (performance.now()) has passed; until then, checked again at that time.
-      const wakeAt = (at: number) => {
-        if (performance.now() >= at) return true;
-        if (!timer) timer = setTimeout(() => ((timer = undefined), check()), at - performance.now());
-        return false;
-      };
-      if (decided(outs, wakeAt)) {
-        done = true;
-        clearTimeout(timer);
-        resolve([...outs]);
-      }
-    };
-    calls.forEach((call, i) => {
-      void within(call, boundMs).then((o) => {
-        outs[i] = o;
-        check();
-      });
-    });
-  });
 }
 
 /** `pending`'s outcome, or a failure with `TIMED_OUT` after `ms`. Never rejects. */
@@ -82,3 +45,8 @@ function isOutcome<T>(o: unknown): o is Outcome<T> {
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
+
+export function noop(): void {}
+
+/** The outcome a suspect master counts as while it has not answered (see `QuorumMasters.gather`). */
+export const SUSPECT: Outcome<never> = Object.freeze({ ok: false, error: TIMED_OUT });

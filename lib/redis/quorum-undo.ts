@@ -14,7 +14,10 @@ const UNDO_RETRY_MS = 250;
  * attempts it undid itself, so that a re-sent one is not applied anew (`remember` / `wasUndone`).
  */
 export class QuorumUndo {
-  /** Undos and clean-ups running in the background (`settle` lets them finish, within a bound). */
+  /**
+   * Undos, clean-ups, and releases and withdrawals a majority already decided, running in the background (`settle`
+   * lets them finish, within a bound).
+   */
   private readonly tasks = new Set<Promise<void>>();
   /**
    * Attempts (lock, token, seq) this store answered with no grant, or failed, and undid itself: the engine re-sends
@@ -88,7 +91,12 @@ export class QuorumUndo {
 
   /** Runs `work` on `master`'s lane in the background, tracked for `settle`; failures are reported, never thrown. */
   background(master: Master, lane: string, work: () => Promise<void>): void {
-    const task = this.masters.inLane(master, lane, work).catch((err: unknown) => this.options.onConnectionError(err));
+    this.track(this.masters.inLane(master, lane, work));
+  }
+
+  /** Keeps `work` among the tasks `settle` lets finish; its failure is reported, never thrown. */
+  track(work: Promise<void>): void {
+    const task = work.catch((err: unknown) => this.options.onConnectionError(err));
     this.tasks.add(task);
     void task.then(() => this.tasks.delete(task));
   }

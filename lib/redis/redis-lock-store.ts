@@ -5,7 +5,7 @@ import type { LockConnections, RedisClient, RedisConnectionInput } from './conne
 import type { Cluster, Redis } from 'ioredis';
 import { lockKeys } from './key-layout.js';
 import type { LockKeys } from './key-layout.js';
-import { LeaseRenewals } from './lease-renewals.js';
+import { LeaseRenewals, RENEW_CHUNK, chunks, groupBy } from './lease-renewals.js';
 import { acquireArgs, acquireReply, decodeWakeUp, holderIdentity, inspectReply, modeCode, releaseReply } from './lock-script-codec.js';
 import { LockSubscriber, plainChannels } from './lock-subscriber.js';
 import type {
@@ -17,14 +17,16 @@ import type {
   ReleaseReply,
   RenewCall,
   StorePing,
+  WaitingCall,
+  WaitingReply,
   WakeUp,
   WakeUpSubscription,
 } from './lock-store.js';
-import { ACQUIRE, ACQUIRE_BATCH, ALL_SCRIPTS, CANCEL_WAIT, EXTEND, FORCE_RELEASE, INSPECT, RELEASE, RELEASE_BATCH } from './lua-scripts.js';
+import { ACQUIRE, ACQUIRE_BATCH, ALL_SCRIPTS, CANCEL_WAIT, EXTEND, FORCE_RELEASE, INSPECT, KEEP_WAITING, RELEASE, RELEASE_BATCH } from './lua-scripts.js';
 import { unavailable } from './redis-failures.js';
 import type { ScriptBatcher } from './script-batcher.js';
 import { ScriptGateway } from './script-gateway.js';
-import { ShardedChannels } from './sharded-channels.js';
+import { ShardedChannels, slotOf } from './sharded-channels.js';
 import type { LockError } from '../errors/lock.error.js';
 import type { LockOperation } from '../errors/lock-unavailable.error.js';
 
@@ -118,10 +120,10 @@ export class RedisLockStore implements LockStore {
     return reply;
   }
 
-  /** RELEASE. ARGV: token, seq ('' = every level). Reply 2 ended, 1 one level, 0 not held. */
-  release(lock: LockRef, token: string, seq: number | undefined): Promise<ReleaseReply> {
+  /** RELEASE. ARGV: token, seq ('' = every level), holdAtLeastMs only when set. Reply 2 ended, 1 one level, 0 not held. */
+  release(lock: LockRef, token: string, seq: number | undefined, holdAtLeastMs = 0): Promise<ReleaseReply> {
     const names = lock as LockKeys;
-    const args = [token, seq ?? ''];
+    const args: (string | number)[] = holdAtLeastMs > 0 ? [token, seq ?? '', holdAtLeastMs] : [token, seq ?? ''];
     const sent = this.releases ? this.releases.call(names.all, args) : this.gateway.run(RELEASE, names.all, args);
     return sent.then(releaseReply);
   }
@@ -139,6 +141,30 @@ export class RedisLockStore implements LockStore {
   /** CANCEL_WAIT. ARGV: waiter id, mode. */
   async cancelWait(lock: LockRef, mode: LockMode, waiterId: string): Promise<void> {
     await this.gateway.run(CANCEL_WAIT, (lock as LockKeys).all, [waiterId, modeCode(mode)]);
+  }
+
+  /**
+   * KEEP_WAITING. KEYS: the 6 keys of each waiter's lock; ARGV: waiter id, mode, fair flag of each. One call per
+   * chunk of up to 200 waiters; on a Cluster one per slot (a process waits on few locks at a time).
+   */
+  async keepWaiting(waits: readonly WaitingCall[]): Promise<WaitingReply[]> {
+    const all = waits.map((_, i) => i);
+    const groups = this.client.isCluster ? [...groupBy(all, (i) => slotOf((waits[i].lock as LockKeys).state)).values()] : chunks(all, RENEW_CHUNK);
+    const out = new Array<WaitingReply>(waits.length).fill('waiting');
+    await Promise.all(
+      groups.map(async (batch) => {
+        const keys: string[] = [];
+        const args: string[] = [];
+        for (const i of batch) {
+          const { lock, mode, waiterId, fair } = waits[i];
+          keys.push(...(lock as LockKeys).all);
+          args.push(waiterId, modeCode(mode), fair ? '1' : '0');
+        }
+        const replies = (await this.gateway.run(KEEP_WAITING, keys, args)) as number[];
+        batch.forEach((i, j) => (out[i] = replies[j] === 1 ? 'waiting' : 'attempt'));
+      }),
+    );
+    return out;
   }
 
   /** FORCE_RELEASE. No ARGV. Reply 1 if it was held. */

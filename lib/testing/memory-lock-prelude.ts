@@ -1,3 +1,4 @@
+import { CLAIM_MS } from '../redis/lua-scripts.js';
 import type { LockMode } from '../types/lock.types.js';
 import type { MemoryLockState, ScriptScope } from './memory-lock-world.js';
 
@@ -39,22 +40,30 @@ export function dropHolds(s: MemoryLockState): void {
 /**
  * Wakes whoever can now get in: fair waiters first, by name (the head, or the run of readers at the head);
  * otherwise one waiting writer if the lock is free, else every waiting reader when no writer holds or waits.
+ * A waiter woken by name has `CLAIM_MS` to take its turn: its registration is cut to run out then (one whose
+ * registration runs out within the window already was woken: not again). Returns whom it woke: fair queue members,
+ * a writer's id, or `'r'` (every non-fair reader).
  */
-export function wake(s: MemoryLockState, x: ScriptScope): void {
-  if (s.writers.size === 0 && s.readers.size === 0 && s.queue.size === 0) return;
-  if (s.writer !== undefined) return;
+export function wake(s: MemoryLockState, x: ScriptScope): string[] {
+  if (s.writers.size === 0 && s.readers.size === 0 && s.queue.size === 0) return [];
+  if (s.writer !== undefined) return [];
   purgeQueue(s, x.now);
   const queue = [...s.queue.keys()].slice(0, 64);
   if (queue.length > 0) {
+    const woken: string[] = [];
     if (queue[0].startsWith('w')) {
-      if (s.leases.size === 0) x.publish({ waiterId: queue[0].slice(2) });
+      if (s.leases.size === 0) woken.push(queue[0]);
     } else {
       for (const member of queue) {
         if (!member.startsWith('r')) break;
-        x.publish({ waiterId: member.slice(2) });
+        woken.push(member);
       }
     }
-    return;
+    for (const member of woken) {
+      // ZADD XX LT CH: Map.set keeps the member in its place in the queue.
+      if (claim(s.queue, member, x.now)) x.publish({ waiterId: member.slice(2) });
+    }
+    return woken;
   }
   // ZRANGEBYSCORE writers (now +inf LIMIT 0 1: the live registration that runs out first.
   let first: [string, number] | undefined;
@@ -62,10 +71,23 @@ export function wake(s: MemoryLockState, x: ScriptScope): void {
     if (expiry > x.now && (!first || expiry < first[1] || (expiry === first[1] && id < first[0]))) first = [id, expiry];
   }
   if (first) {
-    if (s.leases.size === 0) x.publish({ waiterId: first[0] });
-    return;
+    if (s.leases.size > 0) return [];
+    if (claim(s.writers, first[0], x.now)) x.publish({ waiterId: first[0] });
+    return [first[0]];
   }
-  if (liveCount(s.readers, x.now) > 0) x.publish('readers');
+  if (liveCount(s.readers, x.now) > 0) {
+    x.publish('readers');
+    return ['r'];
+  }
+  return [];
+}
+
+/** Cuts `member`'s registration to run out `CLAIM_MS` from now; `false` if it ran out sooner already (ZADD XX LT CH). */
+function claim(zset: Map<string, number>, member: string, now: number): boolean {
+  const score = zset.get(member) as number;
+  if (score <= now + CLAIM_MS) return false;
+  zset.set(member, now + CLAIM_MS);
+  return true;
 }
 
 export function queueMember(mode: LockMode, waiterId: string): string {

@@ -1,4 +1,5 @@
-import type { AcquireCall, AcquireReply, BlockedBy, HolderIdentity, ReleaseReply } from '../redis/lock-store.js';
+import type { AcquireCall, AcquireReply, BlockedBy, HolderIdentity, ReleaseReply, WaitingCall, WaitingReply } from '../redis/lock-store.js';
+import { WAITER_LEASE_MS } from '../redis/lua-scripts.js';
 import type { LockMode } from '../types/lock.types.js';
 import { dropHolds, liveCount, purge, purgeQueue, queueMember, settle, top, wake } from './memory-lock-prelude.js';
 import type { MemoryLockState, ScriptScope } from './memory-lock-world.js';
@@ -86,23 +87,23 @@ export function acquire(s: MemoryLockState, call: AcquireCall, identity: HolderI
     settle(s);
     wake(s, x);
   }
+  // When to retry if no wake-up comes first: when the blocking leases can have run out (see ACQUIRE).
   let until: number;
   if (blocked === 'writer') {
     until = s.leases.get(writer!) ?? now;
-  } else if (blocked === 'readers') {
-    until = top(s.leases) ?? now;
-  } else if (blocked === 'waiting-writer') {
-    until = top(s.writers) ?? now;
   } else {
-    // Behind the fair queue: retry when its head's registration can have run out (if no wake-up came first).
-    const head = s.queue.keys().next();
-    until = head.done ? now : s.queue.get(head.value)!;
-    const heldUntil = top(s.leases);
-    if (heldUntil !== undefined && heldUntil < until) until = heldUntil;
+    until = top(s.leases) ?? 0;
+    if (until <= now && blocked === 'waiting-writer') {
+      until = top(s.writers) ?? now;
+    } else if (until <= now && blocked === 'fair-queue') {
+      const head = s.queue.keys().next();
+      until = head.done ? now : s.queue.get(head.value)!;
+    }
   }
   const waitMs = Math.max(until - now, 0);
   if (member !== '') {
-    const expiry = now + waitMs + leaseMs;
+    // The registration's liveness lease: the waiter's heartbeat renews it while the waiter lives.
+    const expiry = now + WAITER_LEASE_MS;
     // Map.set keeps a queued member in its place: arrival order is insertion order.
     if (fair || queued) s.queue.set(member, expiry);
     else (write ? s.writers : s.readers).set(waiterId, expiry);
@@ -111,12 +112,20 @@ export function acquire(s: MemoryLockState, call: AcquireCall, identity: HolderI
 }
 
 /** RELEASE: one level of `token`'s hold (`seq` given), or all of it (`seq` undefined). */
-export function release(s: MemoryLockState, token: string, seq: number | undefined, x: ScriptScope): ReleaseReply {
+export function release(s: MemoryLockState, token: string, seq: number | undefined, x: ScriptScope, holdAtLeastMs = 0): ReleaseReply {
   const now = x.now;
   let held = s.holders.get(token);
   const count = held?.count ?? 0;
   if (held) {
     if (seq !== undefined && seq <= held.seq) return 'level';
+    // The last level before `holdAtLeastMs` has passed: finished but still held until then, nobody woken.
+    const until = held.at + holdAtLeastMs;
+    if ((seq === undefined || count === 1) && holdAtLeastMs > 0 && until > now && (s.leases.get(token) ?? 0) > now) {
+      held.count = 0;
+      if (seq !== undefined) held.seq = seq;
+      s.leases.set(token, until);
+      return 'ended';
+    }
     // Fast path: the last level of the only hold, its lease still running.
     if ((seq === undefined || count === 1) && s.leases.size === 1 && (s.leases.get(token) ?? 0) > now) {
       dropHolds(s);
@@ -171,6 +180,25 @@ export function cancelWait(s: MemoryLockState, mode: LockMode, waiterId: string,
   wake(s, x);
 }
 
+/**
+ * KEEP_WAITING for one waiter: renews a live registration (never re-creates one), passes over dead waiters and says
+ * whether the waiter may get in now. `woken`: what `wake` woke earlier in the same call, per lock state.
+ */
+export function keepWaiting(s: MemoryLockState, wait: WaitingCall, x: ScriptScope, woken: Map<MemoryLockState, string[]>): WaitingReply {
+  const { mode, waiterId, fair } = wait;
+  const member = fair ? queueMember(mode, waiterId) : waiterId;
+  const set = fair ? s.queue : mode === 'write' ? s.writers : s.readers;
+  const score = set.get(member);
+  if (score === undefined || score <= x.now) return 'attempt';
+  set.set(member, x.now + WAITER_LEASE_MS);
+  let named = woken.get(s);
+  if (!named) {
+    named = wake(s, x);
+    woken.set(s, named);
+  }
+  return named.includes(!fair && mode === 'read' ? 'r' : member) ? 'attempt' : 'waiting';
+}
+
 /** FORCE_RELEASE: free the lock whoever holds it. `true` if it was held. */
 export function forceRelease(s: MemoryLockState, x: ScriptScope): boolean {
   const live = liveCount(s.leases, x.now);
@@ -180,7 +208,7 @@ export function forceRelease(s: MemoryLockState, x: ScriptScope): boolean {
 }
 
 function grant(s: MemoryLockState, call: AcquireCall, identity: HolderIdentity, fence: number, now: number): void {
-  s.holders.set(call.token, { count: 1, seq: call.seq, fence, since: Date.now(), identity, owner: call.ownerId });
+  s.holders.set(call.token, { count: 1, seq: call.seq, fence, since: Date.now(), at: now, identity, owner: call.ownerId });
   s.fence = fence;
   if (call.mode === 'write') s.writer = call.token;
   s.leases.set(call.token, now + call.leaseMs);

@@ -8,6 +8,8 @@ import type {
   ReleaseReply,
   RenewCall,
   StorePing,
+  WaitingCall,
+  WaitingReply,
   WakeUp,
   WakeUpSubscription,
 } from '../redis/lock-store.js';
@@ -69,8 +71,8 @@ export class MemoryLockStore implements LockStore {
     return this.run(call.lock, (s, x) => scripts.acquire(s, call, this.context.identity, x));
   }
 
-  async release(lock: LockRef, token: string, seq: number | undefined): Promise<ReleaseReply> {
-    return this.run(lock, (s, x) => scripts.release(s, token, seq, x));
+  async release(lock: LockRef, token: string, seq: number | undefined, holdAtLeastMs = 0): Promise<ReleaseReply> {
+    return this.run(lock, (s, x) => scripts.release(s, token, seq, x, holdAtLeastMs));
   }
 
   async renew(holds: readonly RenewCall[]): Promise<boolean[]> {
@@ -83,6 +85,11 @@ export class MemoryLockStore implements LockStore {
 
   async cancelWait(lock: LockRef, mode: LockMode, waiterId: string): Promise<void> {
     this.run(lock, (s, x) => scripts.cancelWait(s, mode, waiterId, x));
+  }
+
+  async keepWaiting(waits: readonly WaitingCall[]): Promise<WaitingReply[]> {
+    const woken = new Map<MemoryLockState, string[]>();
+    return waits.map((wait) => this.run(wait.lock, (s, x) => scripts.keepWaiting(s, wait, x, woken)));
   }
 
   async forceRelease(lock: LockRef): Promise<boolean> {
@@ -157,6 +164,7 @@ function snapshot(key: string, s: MemoryLockState, now: number): LockInfo | null
       pid,
       app,
       holdCount: h.count,
+      finished: h.count === 0,
       since: new Date(h.since),
       remainingLeaseMs: Math.ceil(expiry - now),
       fencingToken: h.fence,

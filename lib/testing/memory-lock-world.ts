@@ -11,6 +11,8 @@ export interface MemoryHolder {
   readonly fence: number;
   /** Wall-clock time of the first acquisition, in ms since the epoch. */
   readonly since: number;
+  /** The same on the world's monotonic clock (what `holdAtLeastMs` counts from). */
+  readonly at: number;
   readonly identity: HolderIdentity;
   readonly owner: string;
 }

@@ -18,6 +18,22 @@ export interface AcquireOptions {
    * next one is woken. Default `false`. Use the same fairness for every acquisition of a key.
    */
   readonly fair?: boolean;
+  /**
+   * What a busy lock means for `withLock` / `withReadLock` / `withWriteLock` (and the decorators): `'wait'` (default)
+   * waits up to `waitTimeoutMs`; `'skip'` makes one attempt and, when the lock is busy (or Redis cannot be reached),
+   * does not run the function: the call resolves to `undefined` and a `skipped` event records why. On a controller a
+   * skipped request answers the conflict status (409), or 503 when Redis cannot be reached. `acquire` and
+   * `tryAcquire` ignore it.
+   */
+  readonly ifLocked?: 'wait' | 'skip';
+  /**
+   * The hold lasts at least this long after it was granted, measured on Redis's clock, even when the work finished
+   * sooner or its process died (ShedLock's `lockAtLeastFor`): the first lease is at least this long, and a release
+   * before then shortens the lease to the remainder instead of freeing the lock. Meanwhile `isHeld` is false, nothing
+   * renews it, `inspect` shows the holder as `finished`, shutdown leaves it and no waiter is woken before it ends.
+   * In milliseconds. Default `0` (off).
+   */
+  readonly holdAtLeastMs?: number;
 }
 
 /** A held lock (one or several keys, all or nothing). */
@@ -67,6 +83,8 @@ export interface LockHolderInfo {
   readonly app: string;
   /** Reentrant hold count. */
   readonly holdCount: number;
+  /** The holder's work is done but the hold lasts until `holdAtLeastMs` after it was granted (hold count 0). */
+  readonly finished: boolean;
   /** When this hold was first acquired (Redis server time). */
   readonly since: Date;
   /** Remaining lease in milliseconds (Redis server time). */

@@ -8,9 +8,27 @@ import { StaleWriteException } from './stale-write.exception.js';
 const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
- * One write of the article store, applied only if its fencing token is not smaller than the last one the article was
- * written with (checked and recorded in the same script, so no write can slip in between).
- * KEYS[1]: the key written; KEYS[2]: the article's last fencing token.
+ * One read of the article store under the article's write lock: refused if its fencing token is smaller than the
+ * newest one the article was read or written with; otherwise records it as the newest and returns the value. The read
+ * is part of the critical section: a write computed from it is only safe if no newer holder has read meanwhile, and
+ * only the store can see that.
+ * KEYS[1]: the key read; KEYS[2]: the article's newest fencing token. ARGV[1]: this read's fencing token; ARGV[2]: the
+ * command (GET or HGET); ARGV[3..]: its arguments after the key.
+ * Returns { 1, value } (or { 1 } for a missing value) when allowed, { 0, newest fencing token } when refused.
+ */
+const FENCED_READ = `-- fenced read
+local newest = tonumber(redis.call('GET', KEYS[2]) or '0')
+if tonumber(ARGV[1]) < newest then return { 0, newest } end
+redis.call('SET', KEYS[2], ARGV[1])
+local value = redis.call(ARGV[2], KEYS[1], unpack(ARGV, 3))
+if not value then return { 1 } end
+return { 1, value }
+`;
+
+/**
+ * One write of the article store, applied only if its fencing token is not smaller than the newest one the article
+ * was read or written with (checked and recorded in the same script, so no write can slip in between).
+ * KEYS[1]: the key written; KEYS[2]: the article's newest fencing token.
  * ARGV[1]: this write's fencing token, or '' for an unfenced write; ARGV[2]: the command (SET or HSET); ARGV[3..]:
  * its arguments after the key.
  * Returns { 1 } when applied, { 0, last fencing token } when refused.
@@ -27,11 +45,14 @@ return { 1 }
 
 /**
  * Articles stored in Redis: `articles:<id>` (a hash), `articles:<id>:likes` (a counter) and `articles:<id>:fence`
- * (the largest fencing token the article was written with).
+ * (the newest fencing token the article was read or written with).
  *
- * Writes made under the article's write lock carry that lock's fencing token, and the store refuses one whose token
- * is smaller than the last applied (`StaleWriteException`, HTTP 409): a holder that lost its lock while paused (its
- * lease ran out, another caller took the lock and wrote) cannot overwrite the newer holder's data when it wakes up.
+ * A fencing token protects only what the store checks, reads included. Reads and writes made under the article's
+ * write lock carry that lock's fencing token, and the store refuses either when a newer token has been seen
+ * (`StaleWriteException`, HTTP 409). So a holder that lost its lock while paused (its lease ran out, another caller
+ * took the lock) can neither overwrite the newer holder's data when it wakes up, nor write a value computed from a
+ * read that the newer holder has read past: checking writes alone would let "A reads 10, pauses; B reads 10; A writes
+ * 11; B writes 11" lose an increment, since A's write comes before any newer write.
  */
 @Injectable()
 export class ArticlesService {
@@ -49,10 +70,10 @@ export class ArticlesService {
   /**
    * Read-modify-write of the whole article: the version goes up by one per update. Fenced when called under the
    * article's write lock (the controller's `@WriteLocked('article:<id>')`).
-   * @throws {StaleWriteException} when a newer lock holder has written the article meanwhile.
+   * @throws {StaleWriteException} when a newer lock holder has read or written the article meanwhile.
    */
   async update(id: string, dto: UpdateArticleDto): Promise<Article> {
-    const version = Number((await this.redis.hget(`articles:${id}`, 'version')) ?? 0);
+    const version = Number((await this.read(id, `articles:${id}`, ['HGET', 'version'])) ?? 0);
     await pause(1);
     await this.write(id, `articles:${id}`, ['HSET', 'title', dto.title, 'body', dto.body, 'version', version + 1]);
     return this.find(id);
@@ -73,10 +94,26 @@ export class ArticlesService {
   }
 
   private async incrementLikes(id: string): Promise<number> {
-    const likes = Number((await this.redis.get(`articles:${id}:likes`)) ?? 0);
+    const likes = Number((await this.read(id, `articles:${id}:likes`, ['GET'])) ?? 0);
     await pause(2);
     await this.write(id, `articles:${id}:likes`, ['SET', likes + 1]);
     return likes + 1;
+  }
+
+  /**
+   * Reads `key` with `command` (GET, or HGET with its field) with the fencing token of the article's write lock, if
+   * the caller holds it (the store records it as the newest, or refuses the read when a newer one was seen); a plain
+   * read otherwise.
+   */
+  private async read(id: string, key: string, command: readonly [string, ...string[]]): Promise<string | null> {
+    const token = this.fencingToken(id);
+    if (token === undefined) {
+      const [name, ...args] = command;
+      return (await this.redis.call(name, key, ...args)) as string | null;
+    }
+    const result = (await this.redis.eval(FENCED_READ, 2, key, `articles:${id}:fence`, token, ...command)) as [number, (string | number)?];
+    if (result[0] !== 1) throw new StaleWriteException(id, token, Number(result[1]));
+    return result[1] === undefined ? null : String(result[1]);
   }
 
   /**

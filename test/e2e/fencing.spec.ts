@@ -126,7 +126,7 @@ describe('sample app: fencing tokens refuse a late write from a holder whose lea
       fencingToken: oldToken,
       lastFencingToken: newerToken,
     });
-    expect(body.message).toContain('a newer lock holder has written');
+    expect(body.message).toContain('a newer lock holder has read or written');
 
     // The old process releases its lock late: its handle after the handler, then explicitly by its owner token (which
     // reaches Redis whatever the handle knows), then on shutdown. None of it touches the newer holder's lock.
@@ -144,5 +144,41 @@ describe('sample app: fencing tokens refuse a late write from a holder whose lea
     expect(await done.json()).toMatchObject({ id: '1', title: 'newer holder', version: 1 });
     expect(await redis.get('articles:1:fence')).toBe(String(newerToken));
     expect(await lockInfo(newer, 'article:1')).toEqual({ key: 'article:1', held: false });
+  }, 30_000);
+
+  it('a holder frozen between its read and its write cannot lose the newer holder’s increment: its stale write is refused', async () => {
+    const server = await RedisProcess.start({ add: (c) => cleanups.push(c) });
+    const redis = new Redis(server.url);
+    cleanups.push(() => redis.quit());
+    const task: ArticleWriterTask = { url: server.url, leaseMs: LEASE_MS, holdAfterWrite: false, gate: 'read' };
+    const [old, newer] = [new ArticleWriter(task), new ArticleWriter(task)];
+    cleanups.push(() => old.stop(), () => newer.stop());
+    await Promise.all([old.listening(), newer.listening()]);
+    const like = (writer: ArticleWriter) => fetch(`${writer.url}/articles/1/likes`, { method: 'POST' });
+
+    // The old holder reads the counter under the article's lock, then its process freezes before it writes.
+    const oldLike = like(old);
+    const oldRead = await old.next('read');
+    old.signal('SIGSTOP');
+    await until(async () => (await lockInfo(newer, 'article:1')).held === false, 5 * LEASE_MS, 'the frozen holder’s lease to run out');
+
+    // A newer holder takes the lock and reads the same value.
+    const newerLike = like(newer);
+    const newerRead = await newer.next('read');
+    expect(newerRead.fencingToken).toBeGreaterThan(oldRead.fencingToken);
+    expect(newerRead.value).toBe(oldRead.value);
+
+    // The old holder wakes up and writes first: before any newer write, so only the newer read can tell the store.
+    old.signal('SIGCONT');
+    old.send({ type: 'write' });
+    const oldAnswer = await oldLike;
+    newer.send({ type: 'write' });
+    const newerAnswer = await newerLike;
+
+    // Every increment the store accepted is counted: none is lost.
+    const accepted = [oldAnswer, newerAnswer].filter((r) => r.status === 200).length;
+    expect({ old: oldAnswer.status, newer: newerAnswer.status }).toEqual({ old: 409, newer: 200 });
+    expect(Number(await redis.get('articles:1:likes'))).toBe(accepted);
+    expect(((await oldAnswer.json()) as { message: string }).message).toContain('a newer lock holder has read or written');
   }, 30_000);
 });

@@ -18,6 +18,12 @@ class ItemsController {
     return { id };
   }
 
+  @Get(':id/once')
+  @WriteLocked('item:<id>', { ifLocked: 'skip', waitTimeoutMs: 5_000 })
+  once(@Param('id') id: string) {
+    return { id };
+  }
+
   @Get(':id/broken')
   @WriteLocked('item:<id>')
   broken(@Param('id') id: string) {
@@ -45,6 +51,21 @@ class EverythingUnavailable implements LockHttpErrorMapper {
 describe('HTTP mapping of lock errors (module option httpErrorMapper)', () => {
   const kit = new LockTestKit();
   afterEach(() => kit.closeAll());
+
+  it("ifLocked 'skip' on a controller: a busy lock answers the conflict status at once (a skipped request is not a success)", async () => {
+    const t = await kit.app({ controllers: [ItemsController] });
+    const skipped: string[] = [];
+    t.locks.on('skipped', (e) => skipped.push(`${e.key} ${e.reason}`));
+    const held = await t.locks.acquire('item:1');
+    const started = Date.now();
+    const busy = await request(t.http).get('/items/1/once');
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(busy.status).toBe(409);
+    expect(busy.body).toMatchObject({ key: 'item:1' });
+    expect(skipped).toEqual(['item:1 busy']);
+    await held.release();
+    expect((await request(t.http).get('/items/1/once')).body).toEqual({ id: '1' });
+  });
 
   it('a subclass of the default mapper changes the case it overrides and keeps the others', async () => {
     const t = await kit.app({ controllers: [ItemsController] }, { httpErrorMapper: new LockedIs423() });

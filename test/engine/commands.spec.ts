@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Redis } from 'ioredis';
 import type { LockEngine } from '../../lib/locking/lock-engine.js';
@@ -41,29 +42,61 @@ function minus(a: Calls, b: Calls): Calls {
   return out;
 }
 
+/**
+ * Watches every command of a server (MONITOR) to tell the waiters' heartbeats (KEEP_WAITING, one call per process
+ * every 150 ms while it has waiters) from the other script calls, which INFO commandstats counts alike.
+ */
+class Heartbeats {
+  count = 0;
+  /** performance.now() of the last command that is not a heartbeat (nor this watch's own). */
+  lastOther = performance.now();
+
+  static async watch(client: Redis): Promise<Heartbeats> {
+    const watch = new Heartbeats();
+    const monitor = await client.monitor();
+    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      const [name, sha] = args;
+      // Commands a script runs are shown too (source "lua"): they belong to their script's call.
+      if (source === 'lua') return;
+      if (/^evalsha$/i.test(name) && sha === scripts.KEEP_WAITING.sha) watch.count++;
+      else if (!/^(info|config|ping|client)$/i.test(name)) watch.lastOther = performance.now();
+    });
+    watch.stop = () => monitor.disconnect();
+    return watch;
+  }
+
+  stop: () => void = () => undefined;
+}
+
 describe('Redis commands per operation (private redis-server)', () => {
   const kit = new LockTestKit();
   let url: string;
   let admin: Redis;
+  let heartbeats: Heartbeats;
 
   beforeAll(async () => {
     url = (await kit.server()).url;
     admin = kit.redis(url);
     // Load every script up front: a first-use NOSCRIPT round trip would count against whichever test ran first.
     for (const script of scripts.ALL_SCRIPTS) await admin.script('LOAD', script.source);
+    heartbeats = await Heartbeats.watch(kit.redis(url));
+    kit.add(async () => heartbeats.stop());
   });
   afterAll(() => kit.closeAll());
 
-  /** Waits until no lock command has run for 300 ms (every waiter asleep), then resets the counters. */
+  /**
+   * Waits until no lock command other than the waiters' heartbeats has run for 300 ms (every waiter asleep), then
+   * resets the counters (the heartbeat count too).
+   */
   async function quietThenReset(): Promise<void> {
-    let last = '';
-    for (;;) {
-      const now = JSON.stringify(roundTrips(await commandCalls(admin)));
-      if (now === last) break;
-      last = now;
-      await sleep(300);
-    }
+    await until(() => performance.now() - heartbeats.lastOther >= 300, 10_000, 'no lock command for 300 ms');
     await admin.config('RESETSTAT');
+    heartbeats.count = 0;
+  }
+
+  /** `calls` without the heartbeats' script calls (their commands inside the script are left: reports only). */
+  function withoutHeartbeats(calls: Calls, beats: number): Calls {
+    return minus(calls, { evalsha: beats });
   }
 
   it('a contended acquisition costs the same small number of commands whether the holder holds 100 ms or 1500 ms', async () => {
@@ -71,6 +104,7 @@ describe('Redis commands per operation (private redis-server)', () => {
     const waiter = kit.peer(holder, { redis: url });
     await Promise.all([holder.ping(), waiter.ping()]);
     let n = 0;
+    const beats: number[] = [];
 
     /** Commands from the holder's 10 s hold of `holdMs` (and its release), with or without one waiter. */
     const run = async (holdMs: number, contended: boolean): Promise<Calls> => {
@@ -87,8 +121,9 @@ describe('Redis commands per operation (private redis-server)', () => {
         await sleep(1_300); // past the 1 s subscription linger: the UNSUBSCRIBE belongs to this acquisition
       }
       const calls = await commandCalls(admin);
+      beats.push(heartbeats.count);
       await second?.release();
-      return calls;
+      return withoutHeartbeats(calls, heartbeats.count);
     };
 
     const report: Record<string, unknown> = {};
@@ -100,9 +135,16 @@ describe('Redis commands per operation (private redis-server)', () => {
       costs.push(cost);
       report[`hold ${holdMs} ms`] = { waiterRoundTrips: cost, holderAlone: roundTrips(alone), allCommandsIncludingLua: minus(contended, alone) };
     }
-    console.log(`commands of one contended acquisition:\n${JSON.stringify(report, null, 2)}`);
+    console.log(`commands of one contended acquisition:\n${JSON.stringify(report, null, 2)}\nwaiters' heartbeats: ${beats.join(', ')}`);
 
+    // Besides the heartbeats (one call per process every 150 ms while it waits), the cost does not grow with the
+    // wait: no polling.
     expect(costs[1]).toEqual(costs[0]);
+    const [alone100, contended100, alone1500, contended1500] = beats;
+    expect(alone100 + alone1500).toBe(0);
+    expect(contended100).toBeLessThanOrEqual(2);
+    expect(contended1500).toBeGreaterThanOrEqual(5);
+    expect(contended1500).toBeLessThanOrEqual(Math.ceil(1_500 / scripts.WAITER_HEARTBEAT_MS) + 2);
     // The wake-up PUBLISH runs inside the holder's release; the waiter's own round trips exclude it.
     const waiterOwn = { ...costs[0] };
     delete waiterOwn.publish;
@@ -199,7 +241,7 @@ describe('Redis commands per operation (private redis-server)', () => {
     await holder.release();
     await until(() => got.length > 0, 1_000, 'one writer');
     await sleep(200);
-    const afterWriteRelease = roundTrips(await commandCalls(admin));
+    const afterWriteRelease = withoutHeartbeats(roundTrips(await commandCalls(admin)), heartbeats.count);
     console.log(`release with 5 waiting writers: ${JSON.stringify(afterWriteRelease)}`);
     expect(got).toHaveLength(1);
     // The release itself plus the one woken writer's successful attempt: the other four did not even retry.
@@ -219,7 +261,7 @@ describe('Redis commands per operation (private redis-server)', () => {
     await holder.release();
     const reading = await Promise.all(readers);
     await sleep(100);
-    const afterReadRelease = roundTrips(await commandCalls(admin));
+    const afterReadRelease = withoutHeartbeats(roundTrips(await commandCalls(admin)), heartbeats.count);
     console.log(`release with 10 waiting readers: ${JSON.stringify(afterReadRelease)}`);
     expect(afterReadRelease.publish).toBe(1);
     expect(afterReadRelease.evalsha).toBe(11);

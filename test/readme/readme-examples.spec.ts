@@ -6,9 +6,12 @@ import ts from 'typescript';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
-/** Every ```ts block of the README, type-checked against the library as `nest-redis-locks` would resolve. */
+/** Guides whose ```ts blocks are compiled too (each block a complete module). */
+const GUIDES = ['docs/scheduled-jobs.md'];
+
+/** Every ```ts block of the README and the guides, type-checked against the library as `nest-redis-locks` would resolve. */
 describe('README examples', () => {
-  const readme = readFileSync(join(root, 'README.md'), 'utf8');
+  const readme = [readFileSync(join(root, 'README.md'), 'utf8'), ...GUIDES.map((g) => readFileSync(join(root, g), 'utf8'))].join('\n');
   const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]);
 
   it('has examples', () => {

@@ -45,6 +45,34 @@ describe.each(STORE_KINDS)('waiting (%s store)', (kind) => {
     await held.release();
   });
 
+  it.each([false, true])(
+    'waiters that wait longer than their registration lease stay registered and are woken at once, fair ones in order (fair: %s)',
+    async (fair) => {
+      const a = worlds.engine();
+      const b = worlds.engine();
+      const held = await a.acquire('k', { leaseMs: 10_000 });
+      const first = track(b.acquire('k', { fair, waitTimeoutMs: 5_000 }));
+      await waiting(a, 'k', 1);
+      const second = track(a.acquire('k', { fair, waitTimeoutMs: 5_000 }));
+      await waiting(a, 'k', 2);
+      // Several registration leases (600 ms) go by: the heartbeats keep both waiters registered.
+      for (let i = 0; i < 4; i++) {
+        await sleep(400);
+        expect((await a.inspect('k'))?.waiting).toBe(2);
+      }
+      const releasedAt = performance.now();
+      await held.release();
+      // Non-fair waiters have no order: whichever is woken first.
+      const next = fair ? first : await Promise.race([first, second].map((w) => w.promise.then(() => w)));
+      const lock = await next.promise;
+      expect(next.at! - releasedAt).toBeLessThan(500);
+      const other = next === first ? second : first;
+      expect(other.settled).toBe(false);
+      await lock.release();
+      await (await other.promise).release();
+    },
+  );
+
   it('a release wakes the waiting writer at once, and a write release wakes every waiting reader, long before any lease ends', async () => {
     const a = worlds.engine();
     const b = worlds.engine();

@@ -116,8 +116,11 @@ describe('quorum over 3 independent masters', () => {
     await subscription.ready;
     expect(store.isListening(lock)).toBe(true);
     masters[2].resume();
-    // A wake-up published on one master alone reaches the listener.
-    await onMaster(masters[2], (c) => c.publish(redisNames(prefix, 'k').channel, 'r'));
+    // A wake-up published on one master alone reaches the listener, once that master has the subscription too (it
+    // was sent while the master was paused: a message published before the master ran it would reach nobody).
+    const channel = redisNames(prefix, 'k').channel;
+    await until(async () => (await onMaster(masters[2], (c) => c.pubsub('NUMSUB', channel)))[1] === 1, 5_000, 'master 2 to subscribe');
+    await onMaster(masters[2], (c) => c.publish(channel, 'r'));
     await until(() => wakeUps.length === 1, 2_000, 'the wake-up');
     expect(wakeUps).toEqual(['readers']);
     subscription.stop();
@@ -381,6 +384,68 @@ describe('quorum over 3 independent masters', () => {
     // would otherwise keep an entry and a timer per refused attempt for a whole lease).
     for (let i = 0; i < 50; i++) expect(await store.acquire(call(`other${i}`, 1))).toMatchObject({ granted: false });
     expect((store as unknown as { undone: Set<string> }).undone.size).toBe(0);
+    expect(await store.release(lock, 'holder', 2)).toBe('ended');
+  }, 30_000);
+
+  it('close lets a release still under way on a slow master finish: nothing is left on any master', async () => {
+    await startMasters();
+    const prefix = uniquePrefix('quorum');
+    const { store } = quorumStore(prefix);
+    const lock = store.lock('k');
+    const names = redisNames(prefix, 'k');
+    const acquire: AcquireCall = {
+      lock,
+      mode: 'write',
+      token: 'holder',
+      leaseMs: 10_000,
+      seq: 1,
+      undoSeq: 2,
+      ownerId: 'holder',
+      downgradeToken: '',
+      waiterId: '',
+      reentry: false,
+      fair: false,
+    };
+    expect(await store.acquire(acquire)).toMatchObject({ granted: true });
+    masters[2].pause();
+    // Masters 0 and 1 make the majority: the release is decided while master 2's answer is still to come.
+    expect(await store.release(lock, 'holder', 3)).toBe('ended');
+    setTimeout(() => masters[2].resume(), 200);
+    await store.close();
+    for (const m of masters) expect(await onMaster(m, (c) => c.exists(names.state, names.leases))).toBe(0);
+  }, 30_000);
+
+  it('a waiter that gives up is withdrawn from a slow master after every attempt still queued for it there', async () => {
+    await startMasters();
+    const prefix = uniquePrefix('quorum');
+    const { store } = quorumStore(prefix);
+    const lock = store.lock('k');
+    const names = redisNames(prefix, 'k');
+    const call = (token: string, seq: number, waiterId: string): AcquireCall => ({
+      lock,
+      mode: 'write',
+      token,
+      leaseMs: 10_000,
+      seq,
+      undoSeq: seq + 1,
+      ownerId: token,
+      downgradeToken: '',
+      waiterId,
+      reentry: false,
+      fair: false,
+    });
+    expect(await store.acquire(call('holder', 1, ''))).toMatchObject({ granted: true });
+    // The waiter's first attempt: masters 0 and 1 refuse and register it; master 2 is paused, so its answer is
+    // awaited in the background. The second attempt (after the waiter subscribed) queues behind it for master 2.
+    masters[2].pause();
+    expect(await store.acquire(call('waiter', 1, 'w1'))).toMatchObject({ granted: false });
+    expect(await store.acquire(call('waiter', 3, 'w1'))).toMatchObject({ granted: false });
+    // The waiter gives up (abort, timeout): giving up is final on every master.
+    await store.cancelWait(lock, 'write', 'w1');
+    masters[2].resume();
+    await until(async () => (await onMaster(masters[2], (c) => c.exists(names.state))) === 1, 2_000, 'master 2 to answer');
+    await sleep(100);
+    for (const m of masters) expect(await onMaster(m, (c) => c.zscore(names.writers, 'w1'))).toBeNull();
     expect(await store.release(lock, 'holder', 2)).toBe('ended');
   }, 30_000);
 

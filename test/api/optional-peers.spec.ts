@@ -1,0 +1,37 @@
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { describe, expect, it } from '@jest/globals';
+
+const run = promisify(execFile);
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const HIDE = fileURLToPath(new URL('../fixtures/hide-packages.cjs', import.meta.url));
+const OPTIONAL = '@nestjs/schedule,cron,@opentelemetry/api,@nestjs/terminus';
+
+/** Loads the built entry `entry` (ESM `import` or CommonJS `require`) with the optional peers impossible to find. */
+async function load(kind: 'import' | 'require'): Promise<string> {
+  const env: NodeJS.ProcessEnv = { ...process.env, HIDE_PACKAGES: OPTIONAL };
+  delete env.NODE_OPTIONS;
+  const code =
+    kind === 'import'
+      ? `import('./dist/esm/index.js').then((m) => console.log(Object.keys(m).includes('ScheduledLock') && typeof m.LockService))`
+      : `const m = require('./dist/cjs/index.js'); console.log(Object.keys(m).includes('ScheduledLock') && typeof m.LockService)`;
+  const { stdout } = await run(process.execPath, ['-r', HIDE, '-e', code], { cwd: ROOT, env });
+  return stdout.trim();
+}
+
+describe('optional peers are optional', () => {
+  it('the main entry loads, ScheduledLock included, without @nestjs/schedule, cron, @opentelemetry/api or @nestjs/terminus (ESM and CommonJS)', async () => {
+    expect(await load('import')).toBe('function');
+    expect(await load('require')).toBe('function');
+  });
+
+  it('the hiding works (so the test above can fail): requiring a hidden package fails', async () => {
+    const env: NodeJS.ProcessEnv = { ...process.env, HIDE_PACKAGES: OPTIONAL };
+    delete env.NODE_OPTIONS;
+    await expect(run(process.execPath, ['-r', HIDE, '-e', `require('@nestjs/schedule')`], { cwd: ROOT, env })).rejects.toThrow(/Cannot find module '@nestjs\/schedule'/);
+    await expect(run(process.execPath, ['-r', HIDE, '--input-type=module', '-e', `await import('@nestjs/schedule')`], { cwd: ROOT, env })).rejects.toThrow(
+      /Cannot find package '@nestjs\/schedule'/,
+    );
+  });
+});
