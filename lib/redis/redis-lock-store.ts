@@ -46,7 +46,7 @@ export class RedisLockStore implements LockStore {
   /** On a Cluster: the per-master sharded subscriptions (`null` standalone). */
   private readonly shardedChannels: ShardedChannels | null;
   private readonly names = new Map<string, LockKeys>();
-  /** @internal Sends every script of this store. */
+  /** @internal Sends every script of this store (another primitive on these connections sends its scripts through it too). */
   readonly gateway: ScriptGateway;
   private readonly renewals: LeaseRenewals;
   /**
