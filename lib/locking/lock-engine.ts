@@ -1,61 +1,27 @@
-import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { LockClosedError } from '../errors/lock-closed.error.js';
 import { LockKeyError } from '../errors/lock-key.error.js';
-import { LockUnavailableError } from '../errors/lock-unavailable.error.js';
-import { BoundedLockStore } from '../redis/bounded-lock-store.js';
-import type { RedisConnectionInput } from '../redis/connection.js';
 import { validateLockKey } from '../redis/key-layout.js';
-import type { ConnectionStateChange, LockStore, LockStoreFactory, ReplicaWaitSettings } from '../redis/lock-store.js';
-import { QuorumLockStore } from '../redis/quorum-lock-store.js';
-import { RedisLockStore } from '../redis/redis-lock-store.js';
+import type { ConnectionStateChange, LockStore, LockStoreFactory } from '../redis/lock-store.js';
 import type { AcquireOptions, LockHandle, LockInfo, LockPing } from '../types/lock.types.js';
 import { Acquirer } from './acquisition.js';
+import { consoleLogger } from './engine-options.js';
+import type { LockEngineOptions, ModeFixedOptions, SkipOptions, WaitOptions } from './engine-options.js';
+import { BOUND_MARGIN_MS, lockOrder, settleWithin, validateKeys } from './call-bound.js';
+import { logConnectionChange, openEngineStore } from './engine-store.js';
 import { HoldKeeper } from './hold-keeper.js';
 import { Leftovers } from './leftovers.js';
 import { LockAlarm, describeHeldTooLong } from './lock-alarm.js';
 import { LockEventBus, asError, errorText } from './lock-events.js';
 import type { LockEventListener, LockEventName, LockLogger } from './lock-events.js';
 import type { LockHandleImpl } from './lock-handle.js';
-import { DEFAULT_PING_TIMEOUT_MS, DEFAULT_REPLICA_WAIT_MS, resolveAcquireOptions, resolveEngineSettings } from './lock-options.js';
+import { DEFAULT_PING_TIMEOUT_MS, resolveAcquireOptions, resolveEngineSettings } from './lock-options.js';
 import type { LockEngineSettings } from './lock-options.js';
 import { currentHandle, currentOwner, newInstanceId, runInOwnerScope, runWithHandle } from './owner-context.js';
 import { acquireOrSkip } from './skipping.js';
 import { WaitingRoom } from './waiting.js';
 
-/** Options of a `LockEngine`: the connection plus the engine settings (all optional but `redis`). */
-export interface LockEngineOptions extends Partial<LockEngineSettings> {
-  /**
-   * A redis:// URL, ioredis `RedisOptions`, or an ioredis `Redis` / `Cluster` the application owns. Or an array of
-   * 3 or more (odd) of them (no `Cluster`), each an independent master: quorum mode (see the README).
-   */
-  readonly redis: RedisConnectionInput | readonly RedisConnectionInput[];
-  /** Where the engine writes warnings. Default: `console`, for warnings and errors only. */
-  readonly logger?: LockLogger;
-}
-
-/** Per-call options of `withReadLock` / `withWriteLock` (the method fixes the mode). */
-export type ModeFixedOptions = Omit<AcquireOptions, 'mode'>;
-/** Options that skip a busy lock: `withLock` then resolves to `undefined` when the function was not run. */
-export type SkipOptions = AcquireOptions & { readonly ifLocked: 'skip' };
-/** Options that wait for a busy lock (the default): `withLock` resolves to what the function returns. */
-export type WaitOptions = AcquireOptions & { readonly ifLocked?: 'wait' };
-
-/** How long an idle wake-up subscription is kept, in milliseconds. */
-const SUBSCRIPTION_LINGER_MS = 1_000;
-/** Slack on top of the documented bound of a call before the engine itself settles it, in milliseconds. */
-const BOUND_MARGIN_MS = 50;
-
-/** `waitForReplicas` with its defaults, as the store takes it. */
-function replicaWait(settings: LockEngineSettings): ReplicaWaitSettings | undefined {
-  const wait = settings.waitForReplicas;
-  return wait && { replicas: wait.replicas, timeoutMs: wait.timeoutMs ?? DEFAULT_REPLICA_WAIT_MS };
-}
-
-const consoleLogger: LockLogger = {
-  warn: (m) => console.warn(`[nest-redis-locks] ${m}`),
-  error: (m) => console.error(`[nest-redis-locks] ${m}`),
-};
+export type { LockEngineOptions, ModeFixedOptions, SkipOptions, WaitOptions } from './engine-options.js';
 
 /**
  * The framework-free lock engine: read/write locks with reentrancy, leases renewed by a batched watchdog, pub/sub
@@ -92,22 +58,8 @@ export class LockEngine {
     this.settings = resolveEngineSettings(options);
     this.logger = options.logger ?? consoleLogger;
     this.events = new LockEventBus(this.logger);
-    const identity = { host: hostname(), pid: process.pid, app: this.settings.appName };
-    const context = {
-      keyPrefix: this.settings.keyPrefix,
-      identity,
-      subscriptionLingerMs: SUBSCRIPTION_LINGER_MS,
-      commandTimeoutMs: this.settings.commandTimeoutMs,
-      waitForReplicas: replicaWait(this.settings),
-      onConnectionError: (err: unknown) => this.logger.warn(`Redis error: ${errorText(err)}`),
-      onConnectionState: (change: ConnectionStateChange) => this.connectionChanged(change),
-    };
-    const inner = store
-      ? store(context)
-      : isQuorum(options.redis)
-        ? new QuorumLockStore(options.redis, context)
-        : new RedisLockStore(options.redis, context);
-    this.store = new BoundedLockStore(inner, this.settings.commandTimeoutMs);
+    const { store: bounded, identity } = openEngineStore(options.redis, this.settings, this.logger, (change) => this.connectionChanged(change), store);
+    this.store = bounded;
     this.leftovers = new Leftovers(this.store, this.logger);
     this.keeper = new HoldKeeper(this.store, this.events, this.logger, this.leftovers, this.settings.commandTimeoutMs);
     this.room = new WaitingRoom(this.store, this.instanceId);
@@ -316,18 +268,9 @@ export class LockEngine {
     if (this.closed) throw new LockClosedError(key);
   }
 
-  /** One line when a connection drops, one when it is back; waiters retry at once then (a wake-up may be lost). */
+  /** Logs a connection change; waiters retry at once when the wake-up connection is back (a wake-up may be lost). */
   private connectionChanged(change: ConnectionStateChange): void {
-    if (change.state === 'lost') {
-      this.logger.warn(
-        `Redis ${change.connection} connection lost: ${errorText(change.error)}; reconnecting (further errors are not logged until it is back)`,
-      );
-      return;
-    }
-    const message = `Redis ${change.connection} connection restored after ${Math.round(change.downMs ?? 0)} ms`;
-    if (this.logger.log) this.logger.log(message);
-    else this.logger.warn(message);
-    if (change.connection === 'subscriber') this.room.wakeAll();
+    if (logConnectionChange(this.logger, change)) this.room.wakeAll();
   }
 
   /** Checks keys and options (rejecting, never throwing), then acquires; tracked so `close` can wait for it. */
@@ -351,66 +294,6 @@ export class LockEngine {
     this.inflight.add(acquisition);
     const forget = () => this.inflight.delete(acquisition);
     acquisition.then(forget, forget);
-    return boundMs === Number.POSITIVE_INFINITY ? acquisition : this.settleWithin(acquisition, boundMs + BOUND_MARGIN_MS, first);
+    return boundMs === Number.POSITIVE_INFINITY ? acquisition : settleWithin(acquisition, boundMs + BOUND_MARGIN_MS, first, this.logger);
   }
-
-  /**
-   * `acquisition`, or a `LockUnavailableError` once `ms` passed: the engine's own guarantee that a call settles
-   * in time, whatever path inside it was slow. A handle granted after that is released at once.
-   */
-  private settleWithin(acquisition: Promise<LockHandle | null>, ms: number, key: string): Promise<LockHandle | null> {
-    return new Promise((resolve, reject) => {
-      let late = false;
-      let settled = false;
-      const timer = setTimeout(() => setImmediate(() => giveUp()), ms);
-      const giveUp = () => {
-        if (settled) return;
-        late = true;
-        settled = true;
-        reject(
-          new LockUnavailableError({
-            key,
-            operation: 'acquire',
-            reason: 'timeout',
-            detail: `the acquisition did not settle within waitTimeoutMs + commandTimeoutMs (${ms - BOUND_MARGIN_MS} ms): Redis answers too slowly`,
-          }),
-        );
-      };
-      acquisition.then(
-        (handle) => {
-          clearTimeout(timer);
-          settled = true;
-          if (!late) return resolve(handle);
-          handle?.release().catch((err: unknown) => this.logger.warn(`releasing "${key}" granted too late failed: ${errorText(err)}`));
-        },
-        (err: unknown) => {
-          clearTimeout(timer);
-          if (late) return;
-          settled = true;
-          // As the acquisition rejected: an aborted wait rejects with the signal's own reason, whatever it is.
-          // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
-          reject(err);
-        },
-      );
-    });
-  }
-}
-
-function isQuorum(redis: LockEngineOptions['redis']): redis is readonly RedisConnectionInput[] {
-  return Array.isArray(redis);
-}
-
-/** Every key of `input`, checked (holes in an array are checked as `undefined`, so they are rejected). */
-function validateKeys(input: string | readonly string[]): readonly string[] {
-  if (!Array.isArray(input)) return [validateLockKey(input)];
-  const list = input as readonly unknown[];
-  if (list.length === 0) throw new LockKeyError('invalid lock keys: the array is empty', input);
-  const keys: string[] = [];
-  for (let i = 0; i < list.length; i++) keys.push(validateLockKey(list[i]));
-  return keys;
-}
-
-/** The lock order: unique keys, sorted, so two callers locking [a, b] and [b, a] cannot deadlock. */
-function lockOrder(keys: readonly string[]): readonly string[] {
-  return keys.length === 1 ? keys : [...new Set(keys)].sort();
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import type { LockHolderInfo } from '../types/lock.types.js';
 import type { WakeUp } from './lock-store.js';
-import { decodeHolder, decodeWakeUp } from './redis-lock-store.js';
+import { decodeHolder, decodeWakeUp } from './lock-script-codec.js';
 
 describe('decodeWakeUp', () => {
   it.each<[string, WakeUp]>([
