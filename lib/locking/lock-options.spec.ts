@@ -3,6 +3,7 @@ import { LockConfigError } from '../errors/lock-config.error.js';
 import type { AcquireOptions } from '../types/lock.types.js';
 import { DEFAULT_LOCK_SETTINGS, MAX_DURATION_MS, MIN_COMMAND_TIMEOUT_MS, MIN_LEASE_MS, resolveAcquireOptions, resolveEngineSettings } from './lock-options.js';
 import type { LockEngineSettings } from './lock-options.js';
+import { defaultAppName } from './app-name.js';
 
 /** The error `fn` throws (fails the test when it throws nothing). */
 function thrown(fn: () => unknown): unknown {
@@ -24,7 +25,7 @@ describe('DEFAULT_LOCK_SETTINGS', () => {
       waitTimeoutMs: 10_000,
       commandTimeoutMs: 2_000,
       autoExtend: true,
-      appName: process.env.npm_package_name ?? '',
+      appName: defaultAppName(),
       holdWarningMs: 60_000,
       waitWarningMs: 5_000,
       waitForReplicas: undefined,

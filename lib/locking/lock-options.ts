@@ -1,5 +1,6 @@
 import { LockConfigError } from '../errors/lock-config.error.js';
 import type { AcquireOptions, LockMode } from '../types/lock.types.js';
+import { defaultAppName } from './app-name.js';
 
 /** Engine-wide settings, after defaults are merged. */
 export interface LockEngineSettings {
@@ -17,7 +18,11 @@ export interface LockEngineSettings {
   readonly commandTimeoutMs: number;
   /** Default watchdog renewal. Default `true`. */
   readonly autoExtend: boolean;
-  /** Application name recorded with each hold for `inspect`. Default: `npm_package_name`, else `''`. */
+  /**
+   * Application name recorded with each hold for `inspect`, the deadlock alarm and the board. Default:
+   * `npm_package_name`, else the `name` of the nearest `package.json` above the entry script, else the process title
+   * (see `defaultAppName`).
+   */
   readonly appName: string;
   /** Deadlock alarm: report a hold kept longer than this, in milliseconds, once. Default `60_000`; `0` turns it off. */
   readonly holdWarningMs: number;
@@ -49,7 +54,7 @@ export const DEFAULT_LOCK_SETTINGS: LockEngineSettings = Object.freeze({
   waitTimeoutMs: 10_000,
   commandTimeoutMs: 2_000,
   autoExtend: true,
-  appName: process.env.npm_package_name ?? '',
+  appName: defaultAppName(),
   holdWarningMs: 60_000,
   waitWarningMs: 5_000,
   waitForReplicas: undefined,
