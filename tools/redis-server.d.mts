@@ -3,6 +3,8 @@ export interface RedisServerProcess {
   readonly port: number;
   readonly pid: number | undefined;
   stop(): Promise<void>;
+  /** `stop()` without waiting, for a process `exit` listener: SIGKILL, then its folder is removed. */
+  stopNow(): void;
   restart(): Promise<void>;
 }
 export function findRedisServer(): string | null;

@@ -80,7 +80,7 @@ function waitForReady(child, port) {
 
 /**
  * Starts a redis-server without persistence on a free loopback port (or `port`).
- * Returns `{ url, port, pid, stop(), restart() }`; `restart()` keeps the port and loses the data.
+ * Returns `{ url, port, pid, stop(), stopNow(), restart() }`; `restart()` keeps the port and loses the data.
  */
 export async function startRedisServer({ port, args = [] } = {}) {
   const bin = ensureRedisServer();
@@ -110,6 +110,11 @@ export async function startRedisServer({ port, args = [] } = {}) {
     },
     async stop() {
       await kill();
+      rmSync(dir, { recursive: true, force: true });
+    },
+    /** `stop()` without waiting, for a process `exit` listener (which cannot await): SIGKILL, then the folder goes. */
+    stopNow() {
+      if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       rmSync(dir, { recursive: true, force: true });
     },
     async restart() {
