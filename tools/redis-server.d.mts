@@ -2,9 +2,11 @@ export interface RedisServerProcess {
   readonly url: string;
   readonly port: number;
   readonly pid: number | undefined;
+  /** The server's temp folder (removed by `stop`). */
+  readonly dir: string;
   stop(): Promise<void>;
-  /** `stop()` without waiting, for a process `exit` listener: SIGKILL, then its folder is removed. */
-  stopNow(): void;
+  /** Kills the server and removes its folder at once (for a process `exit` handler). */
+  stopSync(): void;
   restart(): Promise<void>;
 }
 export function findRedisServer(): string | null;

@@ -80,7 +80,8 @@ function waitForReady(child, port) {
 
 /**
  * Starts a redis-server without persistence on a free loopback port (or `port`).
- * Returns `{ url, port, pid, stop(), stopNow(), restart() }`; `restart()` keeps the port and loses the data.
+ * Returns `{ url, port, pid, dir, stop(), stopSync(), restart() }`; `restart()` keeps the port and loses the data;
+ * `stopSync()` kills the server and removes its folder without waiting (for a process `exit` handler).
  */
 export async function startRedisServer({ port, args = [] } = {}) {
   const bin = ensureRedisServer();
@@ -108,13 +109,13 @@ export async function startRedisServer({ port, args = [] } = {}) {
     get pid() {
       return child.pid;
     },
-    async stop() {
-      await kill();
+    dir,
+    stopSync() {
+      if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       rmSync(dir, { recursive: true, force: true });
     },
-    /** `stop()` without waiting, for a process `exit` listener (which cannot await): SIGKILL, then the folder goes. */
-    stopNow() {
-      if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    async stop() {
+      await kill();
       rmSync(dir, { recursive: true, force: true });
     },
     async restart() {

@@ -125,8 +125,10 @@ end
 -- One whose registration runs out within the window already was woken (or has stopped renewing): not again.
 -- The lock is free when its state is gone (scripts delete it with the last holder). now may be nil: read here then.
 -- Returns whom it woke, for KEEP_WAITING: fair queue members ('w:<id>', 'r:<id>'), a writer ('<id>'), or 'r'
--- (every non-fair reader); nil for nobody.
-local function wake(K, channel, now)
+-- (every non-fair reader); nil for nobody. quiet: readers are not told by a message (the heartbeat that asks tells
+-- its own; every other process's heartbeat tells its readers within a period), so heartbeats do not repeat the
+-- broadcast while readers are joining.
+local function wake(K, channel, now, quiet)
   if redis.call('EXISTS', K.writers, K.readers, K.queue) == 0 then return end
   if redis.call('HEXISTS', K.state, 'w') == 1 then return end
   if not now then now = clock() end
@@ -158,7 +160,7 @@ local function wake(K, channel, now)
     return { w[1] }
   end
   if redis.call('ZCOUNT', K.readers, '(' .. now, '+inf') > 0 then
-    redis.call('PUBLISH', channel, 'r')
+    if not quiet then redis.call('PUBLISH', channel, 'r') end
     return { 'r' }
   end
 end
@@ -576,7 +578,8 @@ return removed
  * KEYS: the 6 keys of each waiter's lock, in order. ARGV: waiter id, mode ('w'|'r') and '1' (fair) or '0' of each.
  * Only an existing, live registration is renewed (never created: a waiter that gave up stays withdrawn).
  * Returns one entry per waiter: 0 not registered (any more): attempt again now (that registers it afresh; a fair
- * waiter joins the back of the queue); 1 renewed; 2 renewed, and it may get in now: attempt now.
+ * waiter joins the back of the queue); 1 renewed; 2 it may get in now (woken now, or within its claim window, then
+ * not renewed): attempt now.
  */
 export const KEEP_WAITING = script(
   'keep-waiting',
@@ -593,13 +596,17 @@ for i = 1, #ARGV / 3 do
   local s = redis.call('ZSCORE', set, member)
   if not s or tonumber(s) <= now then
     out[i] = 0
+  elseif tonumber(s) <= now + CLAIM_MS then
+    -- Within its claim window: it was woken by name and is taking its turn. Not renewed (that would make another
+    -- waiter the one to wake while it takes the lock): attempt now.
+    out[i] = 2
   else
     redis.call('ZADD', set, now + WAITER_LEASE_MS, member)
     expireWith(set)
     if fair then redis.call('PEXPIREAT', K.queue, redis.call('ZRANGE', set, -1, -1, 'WITHSCORES')[2]) end
     -- Once per lock: pass over the dead (their registrations ran out, or their claim window passed) and wake the
     -- next. A waiter woken now (or still within its claim window) attempts now.
-    if woken[K.state] == nil then woken[K.state] = wake(K, K.channel, now) or false end
+    if woken[K.state] == nil then woken[K.state] = wake(K, K.channel, now, true) or false end
     out[i] = 1
     local me = (not fair and mode == 'r') and 'r' or member
     for _, m in ipairs(woken[K.state] or {}) do

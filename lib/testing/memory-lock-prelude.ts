@@ -44,7 +44,7 @@ export function dropHolds(s: MemoryLockState): void {
  * registration runs out within the window already was woken: not again). Returns whom it woke: fair queue members,
  * a writer's id, or `'r'` (every non-fair reader).
  */
-export function wake(s: MemoryLockState, x: ScriptScope): string[] {
+export function wake(s: MemoryLockState, x: ScriptScope, quiet = false): string[] {
   if (s.writers.size === 0 && s.readers.size === 0 && s.queue.size === 0) return [];
   if (s.writer !== undefined) return [];
   purgeQueue(s, x.now);
@@ -76,7 +76,8 @@ export function wake(s: MemoryLockState, x: ScriptScope): string[] {
     return [first[0]];
   }
   if (liveCount(s.readers, x.now) > 0) {
-    x.publish('readers');
+    // quiet (the heartbeat): readers learn it from their own heartbeat's answer, not from a repeated broadcast.
+    if (!quiet) x.publish('readers');
     return ['r'];
   }
   return [];

@@ -1,5 +1,5 @@
 import type { AcquireCall, AcquireReply, BlockedBy, HolderIdentity, ReleaseReply, WaitingCall, WaitingReply } from '../redis/lock-store.js';
-import { WAITER_LEASE_MS } from '../redis/lua-scripts.js';
+import { CLAIM_MS, WAITER_LEASE_MS } from '../redis/lua-scripts.js';
 import type { LockMode } from '../types/lock.types.js';
 import { dropHolds, liveCount, purge, purgeQueue, queueMember, settle, top, wake } from './memory-lock-prelude.js';
 import type { MemoryLockState, ScriptScope } from './memory-lock-world.js';
@@ -190,10 +190,12 @@ export function keepWaiting(s: MemoryLockState, wait: WaitingCall, x: ScriptScop
   const set = fair ? s.queue : mode === 'write' ? s.writers : s.readers;
   const score = set.get(member);
   if (score === undefined || score <= x.now) return 'attempt';
+  // Within its claim window (woken by name): not renewed, attempt now.
+  if (score <= x.now + CLAIM_MS) return 'attempt';
   set.set(member, x.now + WAITER_LEASE_MS);
   let named = woken.get(s);
   if (!named) {
-    named = wake(s, x);
+    named = wake(s, x, true);
     woken.set(s, named);
   }
   return named.includes(!fair && mode === 'read' ? 'r' : member) ? 'attempt' : 'waiting';

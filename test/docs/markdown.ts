@@ -13,13 +13,22 @@ export interface Doc {
   readonly text: string;
 }
 
-/** README.md and every docs/*.md, in a stable order: the documents whose code and links the tests check. */
+/** README.md and every docs/*.md, in a stable order: the documents whose code blocks the tests compile. */
 export function projectDocs(root = ROOT): Doc[] {
   const guides = readdirSync(join(root, 'docs'))
     .filter((f) => f.endsWith('.md'))
     .sort()
     .map((f) => `docs/${f}`);
-  return ['README.md', ...guides].map((path) => ({ path, text: readFileSync(join(root, path), 'utf8') }));
+  return read(root, ['README.md', ...guides]);
+}
+
+/** The documents whose links the tests check: README.md and the guides, plus CHANGELOG.md and bench/README.md. */
+export function linkedDocs(root = ROOT): Doc[] {
+  return [...projectDocs(root), ...read(root, ['CHANGELOG.md', 'bench/README.md'])];
+}
+
+function read(root: string, paths: readonly string[]): Doc[] {
+  return paths.map((path) => ({ path, text: readFileSync(join(root, path), 'utf8') }));
 }
 
 /** A fenced code block. */

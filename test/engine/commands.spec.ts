@@ -27,7 +27,7 @@ const ROUND_TRIPS = new Set([
 ]);
 type Calls = Record<string, number>;
 
-async function commandCalls(redis: Redis): Promise<Calls> {
+async function allCommandCalls(redis: Redis): Promise<Calls> {
   return withoutHarness(await commandStats(redis));
 }
 
@@ -47,7 +47,14 @@ function minus(a: Calls, b: Calls): Calls {
  * every 150 ms while it has waiters) from the other script calls, which INFO commandstats counts alike.
  */
 class Heartbeats {
+  /** Heartbeats seen, in the server's own order of commands. */
   count = 0;
+  /** `count` at the INFO run with the last CONFIG RESETSTAT (MONITOR does not show CONFIG itself). */
+  base = 0;
+  /** `count` when the server ran the last INFO: the heartbeats that INFO's counters include. */
+  atInfo = 0;
+  /** INFO commands seen: a reader of `atInfo` waits until its own INFO has been seen. */
+  infos = 0;
   /** performance.now() of the last command that is not a heartbeat (nor this watch's own). */
   lastOther = performance.now();
 
@@ -59,7 +66,10 @@ class Heartbeats {
       // Commands a script runs are shown too (source "lua"): they belong to their script's call.
       if (source === 'lua') return;
       if (/^evalsha$/i.test(name) && sha === scripts.KEEP_WAITING.sha) watch.count++;
-      else if (!/^(info|config|ping|client)$/i.test(name)) watch.lastOther = performance.now();
+      else if (/^info$/i.test(name)) {
+        watch.atInfo = watch.count;
+        watch.infos++;
+      } else if (!/^(ping|client)$/i.test(name)) watch.lastOther = performance.now();
     });
     watch.stop = () => monitor.disconnect();
     return watch;
@@ -73,6 +83,13 @@ describe('Redis commands per operation (private redis-server)', () => {
   let url: string;
   let admin: Redis;
   let heartbeats: Heartbeats;
+  /** EXECs of the test's own since the last reset, left out of the counts. */
+  let ownExecs = 0;
+
+  /** The counters since the last reset, without the test's own commands. */
+  async function commandCalls(redis: Redis): Promise<Calls> {
+    return minus(await allCommandCalls(redis), { exec: ownExecs });
+  }
 
   beforeAll(async () => {
     url = (await kit.server()).url;
@@ -90,13 +107,31 @@ describe('Redis commands per operation (private redis-server)', () => {
    */
   async function quietThenReset(): Promise<void> {
     await until(() => performance.now() - heartbeats.lastOther >= 300, 10_000, 'no lock command for 300 ms');
-    await admin.config('RESETSTAT');
-    heartbeats.count = 0;
+    // One transaction, so that no heartbeat runs between the reset and the INFO that marks it in the monitor.
+    const seen = heartbeats.infos;
+    await admin.multi().config('RESETSTAT').info('server').exec();
+    await until(() => heartbeats.infos > seen, 5_000, 'the monitor to see the reset');
+    heartbeats.base = heartbeats.atInfo;
+    // That transaction's EXEC is counted after the reset: it is the test's, not the library's.
+    ownExecs = 1;
   }
 
-  /** `calls` without the heartbeats' script calls (their commands inside the script are left: reports only). */
-  function withoutHeartbeats(calls: Calls, beats: number): Calls {
-    return minus(calls, { evalsha: beats });
+  /** A plain reset of the counters (no heartbeat running then to tell apart). */
+  async function resetStats(): Promise<void> {
+    await admin.config('RESETSTAT');
+    ownExecs = 0;
+  }
+
+  /**
+   * The counters since the last reset, without the heartbeats' script calls (their commands inside the script are
+   * left: reports only), and the number of heartbeats. Both as of the same INFO, in the server's order of commands.
+   */
+  async function callsWithoutHeartbeats(): Promise<{ calls: Calls; beats: number }> {
+    const seen = heartbeats.infos;
+    const calls = await commandCalls(admin);
+    await until(() => heartbeats.infos > seen, 5_000, 'the monitor to see the INFO');
+    const beats = heartbeats.atInfo - heartbeats.base;
+    return { calls: minus(calls, { evalsha: beats }), beats };
   }
 
   it('a contended acquisition costs the same small number of commands whether the holder holds 100 ms or 1500 ms', async () => {
@@ -120,10 +155,10 @@ describe('Redis commands per operation (private redis-server)', () => {
         second = await waiting.promise;
         await sleep(1_300); // past the 1 s subscription linger: the UNSUBSCRIBE belongs to this acquisition
       }
-      const calls = await commandCalls(admin);
-      beats.push(heartbeats.count);
+      const counted = await callsWithoutHeartbeats();
+      beats.push(counted.beats);
       await second?.release();
-      return withoutHeartbeats(calls, heartbeats.count);
+      return counted.calls;
     };
 
     const report: Record<string, unknown> = {};
@@ -177,7 +212,7 @@ describe('Redis commands per operation (private redis-server)', () => {
     expect(handles[25]).toBeNull();
     expect((await engine.inspect('shared'))?.holders).toHaveLength(4); // four owners (no shared owner context)
     expect(new Set(handles.slice(0, 21).map((h) => h?.fencingToken)).size).toBe(21);
-    await admin.config('RESETSTAT');
+    await resetStats();
     const released = await Promise.all(handles.map((h) => h?.release() ?? Promise.resolve(false)));
     expect(released.slice(0, 25).every(Boolean)).toBe(true);
     expect(roundTrips(await commandCalls(admin)).evalsha ?? 0).toBeLessThanOrEqual(8);
@@ -193,7 +228,7 @@ describe('Redis commands per operation (private redis-server)', () => {
     await quietThenReset();
     const third = await engine.acquire('k', { mode: 'read' });
     const joined = await commandCalls(admin);
-    await admin.config('RESETSTAT');
+    await resetStats();
     expect(await third.release()).toBe(true);
     const left = await commandCalls(admin);
     // One script call each. Joining: TIME, EXISTS, HMGET, ZRANGE, HSET, ZADD, PEXPIREAT twice; leaving: HMGET,
@@ -214,7 +249,7 @@ describe('Redis commands per operation (private redis-server)', () => {
   it('the watchdog renews many holds in one round trip per tick', async () => {
     const engine = kit.engine({ redis: url });
     const holds = await Promise.all(Array.from({ length: 50 }, (_, i) => engine.acquire(`h${i}`, { leaseMs: 600, autoExtend: true })));
-    await admin.config('RESETSTAT');
+    await resetStats();
     await sleep(1_200); // 6 renewal periods of leaseMs/3
     const calls = roundTrips(await commandCalls(admin));
     console.log(`watchdog, 50 holds for 1.2 s at leaseMs 600: ${JSON.stringify(calls)}`);
@@ -241,7 +276,7 @@ describe('Redis commands per operation (private redis-server)', () => {
     await holder.release();
     await until(() => got.length > 0, 1_000, 'one writer');
     await sleep(200);
-    const afterWriteRelease = withoutHeartbeats(roundTrips(await commandCalls(admin)), heartbeats.count);
+    const afterWriteRelease = roundTrips((await callsWithoutHeartbeats()).calls);
     console.log(`release with 5 waiting writers: ${JSON.stringify(afterWriteRelease)}`);
     expect(got).toHaveLength(1);
     // The release itself plus the one woken writer's successful attempt: the other four did not even retry.
@@ -261,7 +296,7 @@ describe('Redis commands per operation (private redis-server)', () => {
     await holder.release();
     const reading = await Promise.all(readers);
     await sleep(100);
-    const afterReadRelease = withoutHeartbeats(roundTrips(await commandCalls(admin)), heartbeats.count);
+    const afterReadRelease = roundTrips((await callsWithoutHeartbeats()).calls);
     console.log(`release with 10 waiting readers: ${JSON.stringify(afterReadRelease)}`);
     expect(afterReadRelease.publish).toBe(1);
     expect(afterReadRelease.evalsha).toBe(11);
