@@ -1,9 +1,9 @@
-import { defaultAppName } from './app-name.js';
 import { describe, expect, it } from '@jest/globals';
 import { LockConfigError } from '../errors/lock-config.error.js';
 import type { AcquireOptions } from '../types/lock.types.js';
 import { DEFAULT_LOCK_SETTINGS, MAX_DURATION_MS, MIN_COMMAND_TIMEOUT_MS, MIN_LEASE_MS, resolveAcquireOptions, resolveEngineSettings } from './lock-options.js';
 import type { LockEngineSettings } from './lock-options.js';
+import { defaultAppName } from './app-name.js';
 
 /** The error `fn` throws (fails the test when it throws nothing). */
 function thrown(fn: () => unknown): unknown {

@@ -1,6 +1,6 @@
 import { LockConfigError } from '../errors/lock-config.error.js';
-import { defaultAppName } from './app-name.js';
 import type { AcquireOptions, LockMode } from '../types/lock.types.js';
+import { defaultAppName } from './app-name.js';
 
 /** Engine-wide settings, after defaults are merged. */
 export interface LockEngineSettings {
@@ -19,8 +19,9 @@ export interface LockEngineSettings {
   /** Default watchdog renewal. Default `true`. */
   readonly autoExtend: boolean;
   /**
-   * Application name recorded with each hold for `inspect`. Default: `npm_package_name`, else the `name` of the
-   * nearest `package.json` above the entry script, else the process title.
+   * Application name recorded with each hold for `inspect`, the deadlock alarm and the board. Default:
+   * `npm_package_name`, else the `name` of the nearest `package.json` above the entry script, else the process title
+   * (see `defaultAppName`).
    */
   readonly appName: string;
   /** Deadlock alarm: report a hold kept longer than this, in milliseconds, once. Default `60_000`; `0` turns it off. */
