@@ -4,7 +4,7 @@ import { LockClosedError } from '../errors/lock-closed.error.js';
 import { LockKeyError } from '../errors/lock-key.error.js';
 import { LockUnavailableError } from '../errors/lock-unavailable.error.js';
 import { BoundedLockStore } from '../redis/bounded-lock-store.js';
-import type { RedisConnectionInput } from '../redis/connection.js';
+import type { RedisClient, RedisConnectionInput } from '../redis/connection.js';
 import { validateLockKey } from '../redis/key-layout.js';
 import type { ConnectionStateChange, LockStore, LockStoreFactory, ReplicaWaitSettings } from '../redis/lock-store.js';
 import { QuorumLockStore } from '../redis/quorum-lock-store.js';
@@ -22,6 +22,7 @@ import type { LockEngineSettings } from './lock-options.js';
 import { currentHandle, currentOwner, newInstanceId, runInOwnerScope, runWithHandle } from './owner-context.js';
 import { acquireOrSkip } from './skipping.js';
 import { WaitingRoom } from './waiting.js';
+import type { WaitRecord } from './waiting.js';
 
 /** Options of a `LockEngine`: the connection plus the engine settings (all optional but `redis`). */
 export interface LockEngineOptions extends Partial<LockEngineSettings> {
@@ -74,6 +75,8 @@ export class LockEngine {
   private readonly logger: LockLogger;
   private readonly events: LockEventBus;
   private readonly store: LockStore;
+  /** The store under the bounds (a key scan reads its connections). */
+  private readonly backend: LockStore;
   private readonly keeper: HoldKeeper;
   private readonly room: WaitingRoom;
   private readonly acquirer: Acquirer;
@@ -107,6 +110,7 @@ export class LockEngine {
       : isQuorum(options.redis)
         ? new QuorumLockStore(options.redis, context)
         : new RedisLockStore(options.redis, context);
+    this.backend = inner;
     this.store = new BoundedLockStore(inner, this.settings.commandTimeoutMs);
     this.leftovers = new Leftovers(this.store, this.logger);
     this.keeper = new HoldKeeper(this.store, this.events, this.logger, this.leftovers, this.settings.commandTimeoutMs);
@@ -278,6 +282,22 @@ export class LockEngine {
     const lock = this.store.lock(validateLockKey(key));
     this.throwIfClosed(key);
     return this.store.inspect(lock);
+  }
+
+  /**
+   * @internal The connections that hold this engine's keys, one per independent master (a `Cluster` client stands for
+   * all its masters), for a key scan (the lock board, the CLI). Empty for a store without Redis (the memory store).
+   */
+  scanConnections(): readonly RedisClient[] {
+    const backend = this.backend;
+    if (backend instanceof RedisLockStore) return [backend.commandConnection];
+    if (backend instanceof QuorumLockStore) return backend.commandConnections;
+    return [];
+  }
+
+  /** @internal The acquisitions of this engine waiting right now (the deadlock alarm's records). */
+  waitRecords(): Iterable<WaitRecord> {
+    return this.room.records();
   }
 
   /** Round trip to Redis on the command and the wake-up connections, each bounded by `timeoutMs`. Never rejects. */

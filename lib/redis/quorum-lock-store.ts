@@ -5,7 +5,7 @@ import { LockError } from '../errors/lock.error.js';
 import { LockUnavailableError } from '../errors/lock-unavailable.error.js';
 import type { LockOperation, LockUnavailableReason } from '../errors/lock-unavailable.error.js';
 import type { LockHolderInfo, LockInfo, LockMode } from '../types/lock.types.js';
-import type { RedisConnectionInput } from './connection.js';
+import type { RedisClient, RedisConnectionInput } from './connection.js';
 import type {
   AcquireCall,
   AcquireReply,
@@ -151,6 +151,11 @@ export class QuorumLockStore implements LockStore {
       void this.close();
       throw err;
     }
+  }
+
+  /** @internal The command connection of each master (a key scan reads them all). */
+  get commandConnections(): readonly RedisClient[] {
+    return this.masters.map((m) => m.store.commandConnection);
   }
 
   lock(key: string): LockRef {
