@@ -167,7 +167,7 @@ describe('lock board page', () => {
     );
     await untilKeys(page, (k) => k.join() === 'csp:1', 'the lock');
     // The style sheet applied (a rule of board.css), so it was not blocked.
-    expect(await page.locator('th').first().evaluate((th) => getComputedStyle(th).fontWeight)).toBe('600');
+    expect(await page.locator('th').first().evaluate((th) => (globalThis as any).getComputedStyle(th).fontWeight)).toBe('600');
     await lock.release();
     expect(problems).toEqual([]);
   }, 90_000);
