@@ -96,10 +96,12 @@ async function release(options: CliOptions, session: CliSession, io: CliIo): Pro
   return 0;
 }
 
+/** The answer typed on the terminal; `''` when input ends first (Ctrl-D), so the question never hangs. */
 async function ask(question: string): Promise<string> {
   const rl = createInterface({ input: process.stdin, output: process.stderr });
+  const closed = new Promise<string>((resolve) => rl.once('close', () => resolve('')));
   try {
-    return await rl.question(question);
+    return await Promise.race([rl.question(question), closed]);
   } finally {
     rl.close();
   }
