@@ -68,8 +68,9 @@ export function formatSnapshot(snapshot: BoardSnapshot): string {
   const flagged = snapshot.entries.filter((e) => e.alarms.heldTooLong || e.alarms.waitedTooLong).length;
   const summary = [`${snapshot.entries.length} held under ${where}`];
   if (flagged) summary.push(`${flagged} flagged by the deadlock alarm`);
-  if (snapshot.more > 0) summary.push(`${snapshot.complete ? '' : 'at least '}${snapshot.more} more, narrow the prefix (or raise --max-keys)`);
-  if (!snapshot.complete) summary.push('the scan stopped at its time budget: some keys may be missing');
+  if (snapshot.more > 0) summary.push(`${snapshot.cut ? 'at least ' : ''}${snapshot.more} more, narrow the prefix (or raise --max-keys)`);
+  if (snapshot.cut === 'max-keys') summary.push('the scan stopped there: the locks shown are the first it met');
+  if (snapshot.cut === 'time-budget') summary.push('the scan stopped at its time budget: some keys may be missing');
   for (const f of snapshot.failures) summary.push(`master ${f.master} could not be scanned: ${printable(f.error)}`);
   out.push(`${summary.join('; ')}.`);
   return out.join('\n');

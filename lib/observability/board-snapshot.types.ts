@@ -77,10 +77,18 @@ export interface BoardSnapshot {
   readonly entries: readonly BoardEntry[];
   /** Held keys the scan found (read or not). */
   readonly found: number;
-  /** Held keys found but not read (over `maxKeys`): narrow the filter to see them. At least this many when the scan is not complete. */
+  /**
+   * Held keys found but not read (over `maxKeys`): narrow the filter to see them. When the scan stopped early
+   * (`cut`), there are at least this many.
+   */
   readonly more: number;
-  /** Whether the scan went over the whole keyspace of every master within its time budget. */
+  /** Whether the scan went over the whole keyspace of every master. */
   readonly complete: boolean;
+  /**
+   * Why the scan stopped before the end: `'max-keys'`, it found more than `maxKeys` (the ones read are the first it
+   * met, not the first in key order), or `'time-budget'`, it ran out of `scanBudgetMs` (some keys may be missing).
+   */
+  readonly cut: 'max-keys' | 'time-budget' | null;
   /** Masters of a Cluster (or of a quorum) that could not be scanned; the rest of the snapshot stands. */
   readonly failures: readonly BoardScanFailure[];
   /** Set when nothing could be read (Redis unreachable): `entries` is empty then and says nothing. */

@@ -98,7 +98,7 @@ export class BoardSnapshots {
     });
     const connections = engine.scanConnections();
     if (connections.length === 0) {
-      return finish({ entries: [], found: 0, more: 0, complete: false, failures: [], error: 'this lock store keeps no keys in Redis (testing module): nothing to list' });
+      return finish({ entries: [], found: 0, more: 0, complete: false, cut: null, failures: [], error: 'this lock store keeps no keys in Redis (testing module): nothing to list' });
     }
     const suffixes = new Set(settings.kinds.map((k) => k.nameSuffix ?? ''));
     const suffix = suffixes.size === 1 ? [...suffixes][0] : '';
@@ -108,10 +108,12 @@ export class BoardSnapshots {
       count: settings.scanCount,
       budgetMs: settings.scanBudgetMs,
       callTimeoutMs: engine.settings.commandTimeoutMs,
+      // Reading is capped at maxKeys: scanning on only to count the rest would cost Redis as much as the whole keyspace.
+      stopAfter: settings.maxKeys,
     });
     if (scan.masters === 0 || scan.failures.length >= scan.masters) {
       const error = scan.failures.map((f) => `${f.master}: ${f.error}`).join('; ') || 'no Redis master to scan';
-      return finish({ entries: [], found: 0, more: 0, complete: false, failures: scan.failures, error: `Redis cannot be reached: ${error}` });
+      return finish({ entries: [], found: 0, more: 0, complete: false, cut: null, failures: scan.failures, error: `Redis cannot be reached: ${error}` });
     }
     const found: { kind: BoardKind; key: string }[] = [];
     for (const name of scan.names) {
@@ -135,10 +137,10 @@ export class BoardSnapshots {
         if (keys.length > 0) for (const e of await kind.read(keys, context)) if (e) entries.push(e);
       }
       entries.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-      return finish({ entries, found: found.length, more: found.length - chosen.length, complete: scan.complete, failures: scan.failures });
+      return finish({ entries, found: found.length, more: found.length - chosen.length, complete: scan.complete, cut: scan.cut ?? null, failures: scan.failures });
     } catch (err) {
       const error = err instanceof Error ? err.message : String(err);
-      return finish({ entries: [], found: found.length, more: 0, complete: false, failures: scan.failures, error });
+      return finish({ entries: [], found: found.length, more: 0, complete: false, cut: scan.cut ?? null, failures: scan.failures, error });
     }
   }
 

@@ -12,14 +12,18 @@ export interface ScanLimits {
   readonly budgetMs: number;
   /** The most one SCAN call may take, in milliseconds. */
   readonly callTimeoutMs: number;
+  /** The scan stops once it has found more than this many names (the caller reads no more than that anyway). */
+  readonly stopAfter: number;
 }
 
 /** What a scan found. */
 export interface ScanResult {
   /** The names found (the client's own `keyPrefix` removed), in scan order, without duplicates. */
   readonly names: readonly string[];
-  /** Whether every master was scanned to the end within the budget. */
+  /** Whether every master was scanned to the end. */
   readonly complete: boolean;
+  /** Why it stopped before the end: more names than `stopAfter`, or the time budget. */
+  readonly cut: 'max-keys' | 'time-budget' | undefined;
   readonly failures: readonly BoardScanFailure[];
   /** How many masters there were to scan. */
   readonly masters: number;
@@ -45,8 +49,14 @@ export async function scanKeys(connections: readonly RedisClient[], pattern: str
   const seen = new Set<string>();
   const failures: BoardScanFailure[] = [];
   let complete = true;
+  let cut: ScanResult['cut'];
   let clockOffsetMs: number | undefined;
   for (const { node, label, failure } of nodes) {
+    if (cut) break;
+    if (seen.size > limits.stopAfter) {
+      cut = 'max-keys';
+      break;
+    }
     if (failure) {
       failures.push({ master: label, error: failure });
       continue;
@@ -61,7 +71,11 @@ export async function scanKeys(connections: readonly RedisClient[], pattern: str
       let cursor = '0';
       do {
         if (performance.now() > deadline) {
-          complete = false;
+          cut = 'time-budget';
+          break;
+        }
+        if (seen.size > limits.stopAfter) {
+          cut = 'max-keys';
           break;
         }
         const [next, batch] = await bounded(node.scan(cursor, 'MATCH', globEscape(own) + pattern, 'COUNT', limits.count), limits.callTimeoutMs, 'SCAN');
@@ -73,8 +87,8 @@ export async function scanKeys(connections: readonly RedisClient[], pattern: str
       failures.push({ master: label, error: err instanceof Error ? err.message : String(err) });
     }
   }
-  if (nodes.length === 0) complete = false;
-  return { names: [...seen], complete, failures, masters: nodes.length, clockOffsetMs: clockOffsetMs ?? 0 };
+  if (nodes.length === 0 || cut) complete = false;
+  return { names: [...seen], complete, cut, failures, masters: nodes.length, clockOffsetMs: clockOffsetMs ?? 0 };
 }
 
 interface ScanNode {

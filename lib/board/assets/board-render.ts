@@ -75,8 +75,8 @@ export const BOARD_JS_RENDER = String.raw`
   function waitingText(entry) {
     if (!entry.waiting) return '0';
     var parts = entry.waitingWriters + ' writer' + (entry.waitingWriters === 1 ? '' : 's') + ', ' + entry.waitingReaders + ' reader' + (entry.waitingReaders === 1 ? '' : 's');
-    var age = entry.oldestWaitMs === null ? '' : '; oldest ' + duration(entry.oldestWaitMs) + (entry.oldestWaitSource === 'fair-queue' ? ' (fair queue)' : ' (this instance)');
-    return entry.waiting + ' (' + parts + age + ')';
+    var age = entry.oldestWaitMs === null ? '' : '; oldest ' + duration(entry.oldestWaitMs) + (entry.oldestWaitSource === 'fair-queue' ? ', fair queue' : ', this instance');
+    return entry.waiting + ' (' + parts + ')' + age;
   }
 
   /** One row of the main table; the key is a button that opens the detail view. */

@@ -49,8 +49,9 @@ const BOARD_JS_MAIN = String.raw`
     clear(summary);
     summary.append(snapshot.entries.length + ' held' + (snapshot.filter ? ' under this prefix' : '') + '.');
     if (alarms) summary.append(' ', el('span', { class: 'warn' }, alarms + ' flagged by the deadlock alarm.'));
-    if (snapshot.more > 0) summary.append(' ', el('span', { class: 'warn' }, (snapshot.complete ? '' : 'At least ') + snapshot.more + ' more, narrow the filter.'));
-    if (!snapshot.complete && !snapshot.error) summary.append(' ', el('span', { class: 'warn' }, 'The scan stopped at its time budget: some keys may be missing; narrow the filter.'));
+    if (snapshot.more > 0) summary.append(' ', el('span', { class: 'warn' }, (snapshot.cut ? 'At least ' : '') + snapshot.more + ' more, narrow the filter.'));
+    if (snapshot.cut === 'max-keys') summary.append(' ', el('span', { class: 'muted' }, 'The scan stopped there: the locks shown are the first it met.'));
+    if (snapshot.cut === 'time-budget' && !snapshot.error) summary.append(' ', el('span', { class: 'warn' }, 'The scan stopped at its time budget: some keys may be missing; narrow the filter.'));
     for (var f = 0; f < snapshot.failures.length; f++) summary.append(' ', el('span', { class: 'warn' }, 'Master ' + snapshot.failures[f].master + ' could not be scanned: ' + snapshot.failures[f].error + '.'));
     var events = byId('events');
     clear(events);

@@ -38,7 +38,8 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: now
 td .key { word-break: break-all; }
 tr.alarm td { background: var(--alarm-bg); }
 tr.alarm td:first-child { box-shadow: inset 4px 0 0 var(--alarm-line); }
-tr.selected td { outline: 1px solid var(--focus); }
+tr.selected > * { border-top: 2px solid var(--focus); border-bottom: 2px solid var(--focus); }
+tbody th { font-weight: normal; }
 .badge { display: inline-block; margin: 0 0.3rem 0.2rem 0; padding: 0 0.4rem; border: 1px solid var(--alarm-line); border-radius: 3px; color: var(--alarm-line); font-size: 0.85em; font-weight: 600; white-space: nowrap; }
 ul.holders { list-style: none; margin: 0; padding: 0; }
 ul.holders li + li { margin-top: 0.2rem; }
