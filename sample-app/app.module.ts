@@ -7,6 +7,7 @@ import { ArticlesController } from './articles/articles.controller.js';
 import { ARTICLES_REDIS } from './articles/articles.redis.js';
 import { ArticlesService } from './articles/articles.service.js';
 import { DigestJob } from './jobs/digest.job.js';
+import { lockBoardFromEnv } from './locks/lock-board.js';
 import { LocksController } from './locks/locks.controller.js';
 
 /** Closes the articles' Redis client on shutdown. */
@@ -23,7 +24,7 @@ export class AppModule {
   static forRedis(redisUrl: string): DynamicModule {
     return {
       module: AppModule,
-      imports: [RedisLockModule.forRoot({ redis: redisUrl, isGlobal: true }), ScheduleModule.forRoot()],
+      imports: [RedisLockModule.forRoot({ redis: redisUrl, isGlobal: true }), ScheduleModule.forRoot(), ...lockBoardFromEnv()],
       controllers: [ArticlesController, LocksController],
       providers: [
         {

@@ -3,9 +3,10 @@
 //   dist/cjs  CommonJS (tsconfig.build.cjs.json), for `require`: the Nest 11 starter, ts-jest and other
 //             CommonJS runtimes that cannot load ES modules. Its own package.json marks its .js files as
 //             CommonJS inside a "type": "module" package.
+//   dist/esm/cli/main.js is the `nest-redis-locks` command (package.json "bin"), with its shebang.
 // Both carry declarations and source maps that point at lib/*.ts, which the package ships.
 import { spawn } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -30,4 +31,6 @@ try {
 }
 mkdirSync(join(root, 'dist/cjs'), { recursive: true });
 writeFileSync(join(root, 'dist/cjs/package.json'), `${JSON.stringify({ type: 'commonjs' }, null, 2)}\n`);
+// The `nest-redis-locks` command (package.json "bin"; npm makes it executable on install, this is for a checkout).
+chmodSync(join(root, 'dist/esm/cli/main.js'), 0o755);
 console.log('build: dist/esm (ES modules) and dist/cjs (CommonJS)');

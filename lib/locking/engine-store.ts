@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { BoundedLockStore } from '../redis/bounded-lock-store.js';
-import type { RedisConnectionInput } from '../redis/connection.js';
+import type { RedisClient, RedisConnectionInput } from '../redis/connection.js';
 import type { ConnectionStateChange, HolderIdentity, LockStore, LockStoreFactory, ReplicaWaitSettings } from '../redis/lock-store.js';
 import { QuorumLockStore } from '../redis/quorum-lock-store.js';
 import { RedisLockStore } from '../redis/redis-lock-store.js';
@@ -16,6 +16,8 @@ const SUBSCRIPTION_LINGER_MS = 1_000;
 export interface EngineStore {
   /** The store, every call bounded (`BoundedLockStore`). */
   readonly store: LockStore;
+  /** The same store without the bounds (a key scan reads its connections). */
+  readonly backend: LockStore;
   readonly identity: HolderIdentity;
 }
 
@@ -42,7 +44,7 @@ export function openEngineStore(
     onConnectionState,
   };
   const inner = factory ? factory(context) : isQuorum(redis) ? new QuorumLockStore(redis, context) : new RedisLockStore(redis, context);
-  return { store: new BoundedLockStore(inner, settings.commandTimeoutMs), identity };
+  return { store: new BoundedLockStore(inner, settings.commandTimeoutMs), backend: inner, identity };
 }
 
 /**
@@ -68,4 +70,14 @@ function replicaWait(settings: LockEngineSettings): ReplicaWaitSettings | undefi
 
 function isQuorum(redis: RedisConnectionInput | readonly RedisConnectionInput[]): redis is readonly RedisConnectionInput[] {
   return Array.isArray(redis);
+}
+
+/**
+ * The connections that hold a store's keys, one per independent master (a `Cluster` client stands for all its
+ * masters), for a key scan. Empty for a store without Redis (the memory store).
+ */
+export function scanConnectionsOf(backend: LockStore): readonly RedisClient[] {
+  if (backend instanceof RedisLockStore) return [backend.commandConnection];
+  if (backend instanceof QuorumLockStore) return backend.commandConnections;
+  return [];
 }

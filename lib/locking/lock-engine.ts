@@ -2,13 +2,14 @@ import { performance } from 'node:perf_hooks';
 import { LockClosedError } from '../errors/lock-closed.error.js';
 import { LockKeyError } from '../errors/lock-key.error.js';
 import { validateLockKey } from '../redis/key-layout.js';
+import type { RedisClient } from '../redis/connection.js';
 import type { ConnectionStateChange, LockStore, LockStoreFactory } from '../redis/lock-store.js';
 import type { AcquireOptions, LockHandle, LockInfo, LockPing } from '../types/lock.types.js';
 import { Acquirer } from './acquisition.js';
 import { consoleLogger } from './engine-options.js';
 import type { LockEngineOptions, ModeFixedOptions, SkipOptions, WaitOptions } from './engine-options.js';
 import { BOUND_MARGIN_MS, lockOrder, settleWithin, validateKeys } from './call-bound.js';
-import { logConnectionChange, openEngineStore } from './engine-store.js';
+import { logConnectionChange, openEngineStore, scanConnectionsOf } from './engine-store.js';
 import { HoldKeeper } from './hold-keeper.js';
 import { Leftovers } from './leftovers.js';
 import { LockAlarm, describeHeldTooLong } from './lock-alarm.js';
@@ -20,6 +21,7 @@ import type { LockEngineSettings } from './lock-options.js';
 import { currentHandle, currentOwner, newInstanceId, runInOwnerScope, runWithHandle } from './owner-context.js';
 import { acquireOrSkip } from './skipping.js';
 import { WaitingRoom } from './waiting.js';
+import type { WaitRecord } from './waiting.js';
 
 export type { LockEngineOptions, ModeFixedOptions, SkipOptions, WaitOptions } from './engine-options.js';
 
@@ -40,6 +42,8 @@ export class LockEngine {
   private readonly logger: LockLogger;
   private readonly events: LockEventBus;
   private readonly store: LockStore;
+  /** The store under the bounds (a key scan reads its connections). */
+  private readonly backend: LockStore;
   private readonly keeper: HoldKeeper;
   private readonly room: WaitingRoom;
   private readonly acquirer: Acquirer;
@@ -58,8 +62,9 @@ export class LockEngine {
     this.settings = resolveEngineSettings(options);
     this.logger = options.logger ?? consoleLogger;
     this.events = new LockEventBus(this.logger);
-    const { store: bounded, identity } = openEngineStore(options.redis, this.settings, this.logger, (change) => this.connectionChanged(change), store);
+    const { store: bounded, backend, identity } = openEngineStore(options.redis, this.settings, this.logger, (change) => this.connectionChanged(change), store);
     this.store = bounded;
+    this.backend = backend;
     this.leftovers = new Leftovers(this.store, this.logger);
     this.keeper = new HoldKeeper(this.store, this.events, this.logger, this.leftovers, this.settings.commandTimeoutMs);
     this.room = new WaitingRoom(this.store, this.instanceId);
@@ -230,6 +235,19 @@ export class LockEngine {
     const lock = this.store.lock(validateLockKey(key));
     this.throwIfClosed(key);
     return this.store.inspect(lock);
+  }
+
+  /**
+   * @internal The connections that hold this engine's keys, one per independent master (a `Cluster` client stands for
+   * all its masters), for a key scan (the lock board, the CLI). Empty for a store without Redis (the memory store).
+   */
+  scanConnections(): readonly RedisClient[] {
+    return scanConnectionsOf(this.backend);
+  }
+
+  /** @internal The acquisitions of this engine waiting right now (the deadlock alarm's records). */
+  waitRecords(): Iterable<WaitRecord> {
+    return this.room.records();
   }
 
   /** Round trip to Redis on the command and the wake-up connections, each bounded by `timeoutMs`. Never rejects. */

@@ -26,7 +26,8 @@ import { MODULE_OPTIONS_TOKEN } from './redis-lock.module-definition.js';
  */
 @Injectable()
 export class LockService implements OnModuleInit, BeforeApplicationShutdown, OnApplicationShutdown {
-  private readonly engine: LockEngine;
+  /** @internal The engine under this service (the lock board reads from it). */
+  readonly engine: LockEngine;
   private readonly settings: ModuleSettings;
   private readonly logger = new Logger('RedisLock');
   private readonly runtime: LockRuntime;

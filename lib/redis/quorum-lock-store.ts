@@ -1,7 +1,7 @@
 import type { LockError } from '../errors/lock.error.js';
 import type { LockOperation } from '../errors/lock-unavailable.error.js';
 import type { LockInfo, LockMode } from '../types/lock.types.js';
-import type { RedisConnectionInput } from './connection.js';
+import type { RedisClient, RedisConnectionInput } from './connection.js';
 import type {
   AcquireCall,
   AcquireReply,
@@ -45,6 +45,11 @@ export class QuorumLockStore implements LockStore {
   ) {
     this.masters = new QuorumMasters(inputs, options);
     this.undo = new QuorumUndo(this.masters, options);
+  }
+
+  /** @internal The command connection of each master (a key scan reads them all). */
+  get commandConnections(): readonly RedisClient[] {
+    return this.masters.list.map((m) => m.store.commandConnection);
   }
 
   lock(key: string): LockRef {

@@ -1,0 +1,95 @@
+// The board's page. No inline script or style (it must work under a strict Content-Security-Policy), relative URLs
+// only (it must work behind a proxy that adds or strips a path prefix), nothing from elsewhere (it works offline).
+
+/** `index.html` of the board. */
+export const BOARD_HTML = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>Locks</title>
+<link rel="stylesheet" href="board.css">
+<script src="board.js" defer></script>
+</head>
+<body>
+<header class="top">
+  <h1>Locks</h1>
+  <p id="instance" class="muted"></p>
+  <p id="status" class="muted" role="status" aria-live="polite">Loading…</p>
+</header>
+<main>
+  <noscript><p class="banner">The lock board needs JavaScript. The same data is served as JSON at <a href="api/snapshot">api/snapshot</a>.</p></noscript>
+  <div id="error" class="banner" role="alert" hidden></div>
+  <div class="controls" role="search">
+    <label for="filter">Key prefix</label>
+    <input id="filter" type="search" autocomplete="off" spellcheck="false" placeholder="e.g. article:">
+    <button type="button" id="pause" aria-pressed="false">Pause</button>
+  </div>
+  <p id="summary" class="summary"></p>
+  <div class="scroll" tabindex="0" aria-labelledby="locks-caption">
+    <table id="locks">
+      <caption id="locks-caption">Held locks under <code id="prefix"></code></caption>
+      <thead>
+        <tr>
+          <th scope="col">Kind</th>
+          <th scope="col">Key</th>
+          <th scope="col">Mode</th>
+          <th scope="col">Holders</th>
+          <th scope="col">Held for</th>
+          <th scope="col">Lease left</th>
+          <th scope="col">Fencing token</th>
+          <th scope="col">Waiting</th>
+          <th scope="col">Alarms</th>
+        </tr>
+      </thead>
+      <tbody id="rows"></tbody>
+    </table>
+  </div>
+  <p id="empty" class="muted" hidden>Nothing is held.</p>
+  <section id="detail" class="detail" aria-labelledby="detail-title" hidden>
+    <div class="detail-head">
+      <h2 id="detail-title" tabindex="-1"></h2>
+      <button type="button" id="detail-close">Close</button>
+    </div>
+    <p id="detail-summary"></p>
+    <div class="scroll" tabindex="0" aria-labelledby="detail-title">
+      <table id="detail-holders">
+        <caption>Holders</caption>
+        <thead>
+          <tr>
+            <th scope="col">Mode</th>
+            <th scope="col">Owner</th>
+            <th scope="col">App</th>
+            <th scope="col">Host</th>
+            <th scope="col">PID</th>
+            <th scope="col">Hold count</th>
+            <th scope="col">Since</th>
+            <th scope="col">Held for</th>
+            <th scope="col">Lease left</th>
+            <th scope="col">Fencing token</th>
+          </tr>
+        </thead>
+        <tbody id="detail-rows"></tbody>
+      </table>
+    </div>
+    <p id="detail-actions"><button type="button" id="release" class="danger" hidden>Force release…</button></p>
+    <p id="action-result" role="status" aria-live="polite"></p>
+  </section>
+  <section class="events" aria-labelledby="events-title">
+    <h2 id="events-title">Recent events</h2>
+    <p class="muted">Seen by the instance that answered the last refresh (behind a load balancer, each refresh may reach another).</p>
+    <ol id="events"></ol>
+  </section>
+</main>
+<dialog id="confirm" aria-labelledby="confirm-title" aria-describedby="confirm-text">
+  <h2 id="confirm-title">Force release?</h2>
+  <p id="confirm-text"></p>
+  <div class="dialog-buttons">
+    <button type="button" id="confirm-cancel">Cancel</button>
+    <button type="button" id="confirm-release" class="danger">Force release</button>
+  </div>
+</dialog>
+</body>
+</html>
+`;

@@ -1,0 +1,201 @@
+// The board's script, part 2: refresh, filter, detail view and force release. Served as board.js with part 1
+// (board-render.ts) in one function scope. Relative URLs only: the page works behind a proxy that adds or strips a
+// path prefix. Polls about once per `refreshMs` (the server shares one snapshot per interval among all viewers),
+// and not at all while the tab is hidden or paused.
+import { BOARD_JS_RENDER } from './board-render.js';
+
+const BOARD_JS_MAIN = String.raw`
+  var state = { filter: '', view: null, paused: false, selected: null, timer: null, inFlight: false, lastGood: null, refreshMs: 1000 };
+  var REQUEST_TIMEOUT_MS = 10000;
+
+  function getJson(url, init) {
+    var controller = new AbortController();
+    var timer = setTimeout(function () { controller.abort(); }, REQUEST_TIMEOUT_MS);
+    var options = Object.assign({ cache: 'no-store', credentials: 'same-origin', signal: controller.signal, headers: { Accept: 'application/json' } }, init || {});
+    return fetch(url, options).then(function (res) {
+      return res.text().then(function (body) {
+        var data = null;
+        try { data = body ? JSON.parse(body) : null; } catch { data = null; }
+        return { status: res.status, ok: res.ok, data: data };
+      });
+    }).finally(function () { clearTimeout(timer); });
+  }
+
+  function showError(message) {
+    var box = byId('error');
+    if (!message) { box.hidden = true; clear(box); return; }
+    clear(box);
+    box.append(message);
+    if (state.lastGood) box.append(el('span', { class: 'muted' }, ' The table shows the last data read, at ' + clock(state.lastGood) + '.'));
+    box.hidden = false;
+  }
+
+  function render(view) {
+    var snapshot = view.snapshot;
+    byId('prefix').textContent = snapshot.keyPrefix + (snapshot.filter ? '{' + snapshot.filter + '…' : '');
+    byId('instance').textContent = 'Answered by ' + view.instance.host + ' pid ' + view.instance.pid + (view.instance.app ? ' (' + view.instance.app + ')' : '');
+    var rows = byId('rows');
+    clear(rows);
+    var alarms = 0;
+    for (var i = 0; i < snapshot.entries.length; i++) {
+      var entry = snapshot.entries[i];
+      if (entry.alarms.heldTooLong || entry.alarms.waitedTooLong) alarms++;
+      var selected = state.selected && state.selected.kind === entry.kind && state.selected.key === entry.key;
+      rows.append(entryRow(entry, view, selected, openDetail));
+    }
+    byId('empty').hidden = snapshot.entries.length > 0 || !!snapshot.error;
+    byId('empty').textContent = snapshot.filter ? 'Nothing held under this prefix.' : 'Nothing is held.';
+    var summary = byId('summary');
+    clear(summary);
+    summary.append(snapshot.entries.length + ' held' + (snapshot.filter ? ' under this prefix' : '') + '.');
+    if (alarms) summary.append(' ', el('span', { class: 'warn' }, alarms + ' flagged by the deadlock alarm.'));
+    if (snapshot.more > 0) summary.append(' ', el('span', { class: 'warn' }, (snapshot.cut ? 'At least ' : '') + snapshot.more + ' more, narrow the filter.'));
+    if (snapshot.cut === 'max-keys') summary.append(' ', el('span', { class: 'muted' }, 'The scan stopped there: the locks shown are the first it met.'));
+    if (snapshot.cut === 'time-budget' && !snapshot.error) summary.append(' ', el('span', { class: 'warn' }, 'The scan stopped at its time budget: some keys may be missing; narrow the filter.'));
+    for (var f = 0; f < snapshot.failures.length; f++) summary.append(' ', el('span', { class: 'warn' }, 'Master ' + snapshot.failures[f].master + ' could not be scanned: ' + snapshot.failures[f].error + '.'));
+    var events = byId('events');
+    clear(events);
+    for (var k = 0; k < view.events.length; k++) events.append(eventItem(view.events[k]));
+    if (!view.events.length) events.append(el('li', { class: 'muted' }, 'No event yet.'));
+  }
+
+  function refresh() {
+    clearTimeout(state.timer);
+    state.timer = null;
+    if (state.inFlight) return;
+    state.inFlight = true;
+    getJson('api/view?filter=' + encodeURIComponent(state.filter)).then(function (res) {
+      if (res.status === 401 || res.status === 403) {
+        showError('Not authorised to read the lock board (HTTP ' + res.status + '): sign in again or ask for access.');
+        return;
+      }
+      if (!res.data || !res.data.snapshot) {
+        showError('The lock board did not answer (HTTP ' + res.status + ').');
+        return;
+      }
+      state.view = res.data;
+      state.refreshMs = res.data.refreshMs || state.refreshMs;
+      if (res.data.snapshot.error) {
+        showError('Redis cannot be reached: ' + res.data.snapshot.error);
+        byId('locks').classList.add('stale');
+      } else {
+        state.lastGood = res.data.snapshot.takenAt;
+        showError(null);
+        byId('locks').classList.remove('stale');
+        render(res.data);
+      }
+      byId('status').textContent = 'Updated ' + clock(res.data.snapshot.takenAt) + (state.paused ? ' (paused)' : '');
+      if (state.selected) return loadDetail();
+    }).catch(function (err) {
+      showError('The lock board cannot be reached: ' + (err && err.name === 'AbortError' ? 'no answer within ' + REQUEST_TIMEOUT_MS / 1000 + ' s' : String(err && err.message || err)) + '.');
+    }).finally(function () {
+      state.inFlight = false;
+      schedule();
+    });
+  }
+
+  function schedule() {
+    clearTimeout(state.timer);
+    state.timer = null;
+    if (state.paused || doc.hidden) return;
+    state.timer = setTimeout(refresh, state.refreshMs);
+  }
+
+  function openDetail(kind, key) {
+    state.selected = { kind: kind, key: key };
+    byId('action-result').textContent = '';
+    byId('detail').hidden = false;
+    loadDetail().then(function () { byId('detail-title').focus(); });
+  }
+
+  function closeDetail() {
+    var key = state.selected && state.selected.key;
+    state.selected = null;
+    byId('detail').hidden = true;
+    var rows = byId('rows').querySelectorAll('tr');
+    for (var i = 0; i < rows.length; i++) {
+      rows[i].classList.remove('selected');
+      if (rows[i].getAttribute('data-key') === key) rows[i].querySelector('button').focus();
+    }
+  }
+
+  function loadDetail() {
+    var sel = state.selected;
+    byId('detail-title').textContent = sel.kind + ' ' + sel.key;
+    return getJson('api/detail?kind=' + encodeURIComponent(sel.kind) + '&key=' + encodeURIComponent(sel.key)).then(function (res) {
+      if (state.selected !== sel) return;
+      var summary = byId('detail-summary');
+      var rows = byId('detail-rows');
+      clear(rows);
+      var entry = res.data && res.data.entry;
+      var release = byId('release');
+      release.hidden = !(state.view && state.view.allowForceRelease && entry);
+      if (!res.ok) { summary.textContent = 'Could not read it: ' + (res.data && res.data.error || 'HTTP ' + res.status); return; }
+      if (!entry) { summary.textContent = 'Not held now.'; return; }
+      summary.textContent = 'Mode ' + entry.mode + ', fencing token ' + entry.fencingToken + ', waiting ' + waitingText(entry) + '.';
+      for (var i = 0; i < entry.holders.length; i++) rows.append(holderRow(entry.holders[i]));
+    }).catch(function () { byId('detail-summary').textContent = 'Could not read it: the lock board cannot be reached.'; });
+  }
+
+  function askRelease() {
+    var sel = state.selected;
+    if (!sel) return;
+    var dialog = byId('confirm');
+    byId('confirm-text').textContent = 'Free ' + sel.kind + ' "' + sel.key + '" now, whoever holds it? Its holders find out at their next renewal; work they still do is no longer protected.';
+    dialog.returnValue = '';
+    dialog.showModal();
+    byId('confirm-cancel').focus();
+  }
+
+  function release() {
+    var sel = state.selected;
+    byId('confirm').close('release');
+    if (!sel) return;
+    var result = byId('action-result');
+    result.textContent = 'Releasing…';
+    getJson('api/force-release', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json', 'X-Lock-Board': 'force-release' },
+      body: JSON.stringify({ kind: sel.kind, key: sel.key })
+    }).then(function (res) {
+      if (res.ok) result.textContent = res.data.released ? 'Released "' + sel.key + '".' : '"' + sel.key + '" was not held.';
+      else result.textContent = 'Refused (HTTP ' + res.status + '): ' + (res.data && res.data.error || 'no reason given');
+      refresh();
+    }).catch(function (err) { result.textContent = 'Failed: ' + String(err && err.message || err); });
+  }
+
+  function start() {
+    var params = new URLSearchParams(location.search);
+    state.filter = params.get('filter') || '';
+    var input = byId('filter');
+    input.value = state.filter;
+    var debounce = null;
+    input.addEventListener('input', function () {
+      clearTimeout(debounce);
+      debounce = setTimeout(function () {
+        state.filter = input.value;
+        var query = state.filter ? '?filter=' + encodeURIComponent(state.filter) : location.pathname.split('/').pop();
+        history.replaceState(null, '', query);
+        refresh();
+      }, 250);
+    });
+    byId('pause').addEventListener('click', function () {
+      state.paused = !state.paused;
+      this.setAttribute('aria-pressed', String(state.paused));
+      this.textContent = state.paused ? 'Resume' : 'Pause';
+      if (state.paused) schedule(); else refresh();
+    });
+    byId('detail-close').addEventListener('click', closeDetail);
+    byId('release').addEventListener('click', askRelease);
+    byId('confirm-cancel').addEventListener('click', function () { byId('confirm').close('cancel'); });
+    byId('confirm-release').addEventListener('click', release);
+    doc.addEventListener('visibilitychange', function () { if (!doc.hidden) refresh(); });
+    refresh();
+  }
+
+  if (doc.readyState === 'loading') doc.addEventListener('DOMContentLoaded', start);
+  else start();
+`;
+
+/** `board.js` of the board: both parts in one function scope. */
+export const BOARD_JS = `'use strict';\n(function () {\n${BOARD_JS_RENDER}\n${BOARD_JS_MAIN}\n})();\n`;

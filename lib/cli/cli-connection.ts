@@ -1,0 +1,131 @@
+import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { Cluster, Redis } from 'ioredis';
+import type { RedisOptions } from 'ioredis';
+import { LockEngine } from '../locking/lock-engine.js';
+import { BOARD_KINDS } from '../observability/board-kinds.js';
+import { BoardSnapshots } from '../observability/board-snapshots.js';
+import { bounded } from '../observability/key-scan.js';
+import type { CliOptions } from './cli-args.js';
+import { UsageError } from './cli-args.js';
+
+/** What the commands work with. */
+export interface CliSession {
+  readonly engine: LockEngine;
+  readonly snapshots: BoardSnapshots;
+  /** Where it is connected, without credentials (`host:port`, comma-separated). */
+  readonly where: string;
+  close(): Promise<void>;
+}
+
+/** A failure to report as one line: exit code 1. */
+export class CliError extends Error {
+  override readonly name = 'CliError';
+}
+
+/** ioredis options for `url` (credentials, TLS with `rediss://` or `--tls-ca`, database), tuned for a short-lived tool. */
+export function optionsFromUrl(url: string, tlsCa: string | undefined, timeoutMs: number): RedisOptions {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw new UsageError(`--url ${JSON.stringify(redact(url))} is not a valid URL`);
+  }
+  const db = u.pathname.length > 1 ? Number(u.pathname.slice(1)) : 0;
+  if (!Number.isInteger(db) || db < 0) throw new UsageError(`--url ${JSON.stringify(redact(url))}: the database must be a number`);
+  const host = u.hostname.replace(/^\[|\]$/g, '');
+  const tls = u.protocol === 'rediss:' || tlsCa !== undefined ? { ...(tlsCa ? { ca: readCa(tlsCa) } : {}), ...(isIP(host) ? {} : { servername: host }) } : undefined;
+  return {
+    host,
+    port: u.port ? Number(u.port) : 6379,
+    ...(u.username ? { username: decodeURIComponent(u.username) } : {}),
+    ...(u.password ? { password: decodeURIComponent(u.password) } : {}),
+    ...(db ? { db } : {}),
+    ...(tls ? { tls } : {}),
+    connectTimeout: timeoutMs,
+    maxRetriesPerRequest: 1,
+    // Keep trying while `watch` runs (each call is bounded anyway); a short-lived command exits before it matters.
+    retryStrategy: (attempt: number) => Math.min(attempt * 200, 2_000),
+    lazyConnect: true,
+  };
+}
+
+function readCa(file: string): Buffer {
+  try {
+    return readFileSync(file);
+  } catch (err) {
+    throw new UsageError(`--tls-ca ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+}
+
+/** `url` without its password. */
+export function redact(url: string): string {
+  return url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@');
+}
+
+/** Opens the connection(s), checks that Redis answers (bounded), and makes the engine and the snapshot source. */
+export async function openSession(options: CliOptions): Promise<CliSession> {
+  const nodes = options.urls.map((url) => optionsFromUrl(url, options.tlsCa, options.timeoutMs));
+  const where = nodes.map((n) => `${n.host}:${n.port}`).join(', ');
+  const quiet = { warn: () => undefined, error: () => undefined };
+  let client: Redis | Cluster | undefined;
+  let engine: LockEngine;
+  if (options.topology === 'quorum') {
+    engine = new LockEngine({ redis: nodes, keyPrefix: options.keyPrefix, commandTimeoutMs: options.timeoutMs, holdWarningMs: 0, waitWarningMs: 0, logger: quiet });
+    const ping = await engine.ping(options.timeoutMs);
+    if (!ping.command) {
+      await engine.close();
+      throw new CliError(`cannot reach the quorum masters ${where}: ${ping.error ?? 'no answer'}`);
+    }
+  } else {
+    const [first] = nodes;
+    const { host: _host, port: _port, retryStrategy: _retry, lazyConnect: _lazy, ...shared } = first;
+    client =
+      options.topology === 'cluster'
+        ? new Cluster(
+            nodes.map((n) => ({ host: n.host as string, port: n.port as number })),
+            {
+              lazyConnect: true,
+              redisOptions: shared,
+              clusterRetryStrategy: (attempt: number) => Math.min(attempt * 200, 2_000),
+              slotsRefreshTimeout: options.timeoutMs,
+              dnsLookup: (address, callback) => callback(null, address),
+            },
+          )
+        : new Redis(first);
+    let lastError: Error | undefined;
+    client.on('error', (err: Error) => (lastError = err));
+    try {
+      await bounded(client.connect(), options.timeoutMs, 'connecting');
+      await bounded(client.ping(), options.timeoutMs, 'PING');
+    } catch (err) {
+      client.disconnect();
+      // The connection's own error (ECONNREFUSED, a TLS or AUTH failure) says more than the command's.
+      const reason = lastError?.message ?? (err as Error).message;
+      throw new CliError(`cannot reach Redis ${options.topology === 'cluster' ? 'Cluster ' : ''}at ${where}: ${reason}`);
+    }
+    engine = new LockEngine({ redis: client, keyPrefix: options.keyPrefix, commandTimeoutMs: options.timeoutMs, holdWarningMs: 0, waitWarningMs: 0, logger: quiet });
+  }
+  const snapshots = new BoardSnapshots(engine, {
+    // Each listing of the tool is its own snapshot (watch asks once per interval).
+    refreshMs: 1,
+    maxKeys: options.maxKeys,
+    scanCount: 1_000,
+    scanBudgetMs: Math.max(options.timeoutMs, 1_000),
+    holdWarningMs: options.holdWarningMs,
+    waitWarningMs: options.waitWarningMs,
+    kinds: BOARD_KINDS,
+  });
+  return {
+    engine,
+    snapshots,
+    where,
+    async close() {
+      await engine.close();
+      if (client) {
+        await bounded(client.quit(), options.timeoutMs, 'QUIT').catch(() => undefined);
+        client.disconnect();
+      }
+    },
+  };
+}

@@ -1,0 +1,152 @@
+import { performance } from 'node:perf_hooks';
+import type { LockEngine } from '../locking/lock-engine.js';
+import { lockKeys } from '../redis/key-layout.js';
+import type { LockInfo } from '../types/lock.types.js';
+import type { BoardEntry, BoardHolder, WaitAgeSource } from './board-snapshot.types.js';
+import { bounded } from './key-scan.js';
+
+/** What the board and the CLI need of a lock engine (internal members included). */
+export type BoardEngine = Pick<LockEngine, 'settings' | 'inspect' | 'forceRelease' | 'scanConnections' | 'waitRecords'>;
+
+/** What a kind's `read` is given besides the keys. */
+export interface BoardReadContext {
+  readonly engine: BoardEngine;
+  /** Redis server time now, in milliseconds since the epoch (this process's clock plus the measured offset). */
+  readonly redisNowMs: number;
+  readonly holdWarningMs: number;
+  readonly waitWarningMs: number;
+}
+
+/**
+ * One kind of held thing the board lists (locks now; semaphores add their own): how to recognise its main Redis key
+ * among the names a scan returns, how to read many of them, and how to free one by force. Registered in
+ * `BOARD_KINDS`; the page shows a `kind` column and needs no change for a new kind.
+ */
+export interface BoardKind {
+  readonly name: string;
+  /**
+   * A glob suffix every main key of this kind ends with (`}` for a lock's state hash). When all kinds share one,
+   * the scan asks Redis for those names only; otherwise it lists every name of the prefix and `keyOf` sorts them.
+   */
+  readonly nameSuffix?: string;
+  /** The key of a scanned name (the `keyPrefix` removed, so it starts with `{`), or `undefined` when not this kind's. */
+  keyOf(name: string): string | undefined;
+  /** Reads `keys` (all found held a moment ago): one entry each, `null` for a key no longer held. */
+  read(keys: readonly string[], context: BoardReadContext): Promise<readonly (BoardEntry | null)[]>;
+  /**
+   * Frees `key` whoever holds it; `true` if it was held. `scope` is the kind's own choice (a semaphore: one holder
+   * or all); a lock frees every holder.
+   */
+  forceRelease(key: string, engine: BoardEngine, scope?: string): Promise<boolean>;
+}
+
+/** How many `inspect` calls a read keeps in flight at once. */
+const READ_CONCURRENCY = 64;
+
+/** Locks: the state hash `<prefix>{<key>}` (other names of a lock end with `:<suffix>`). */
+export const LOCK_KIND: BoardKind = {
+  name: 'lock',
+  nameSuffix: '}',
+  keyOf(name) {
+    return name.length > 2 && name.startsWith('{') && name.endsWith('}') ? name.slice(1, -1) : undefined;
+  },
+  async read(keys, context) {
+    const infos = await mapLimited(keys, READ_CONCURRENCY, (key) => context.engine.inspect(key));
+    const ownWaits = oldestOwnWaits(context.engine);
+    const fairAges = await fairQueueAges(
+      context,
+      infos.flatMap((info) => (info && info.waiting > 0 ? [info.key] : [])),
+    );
+    return infos.map((info) => (info ? lockEntry(info, context, fairAges.get(info.key), ownWaits.get(info.key)) : null));
+  },
+  forceRelease(key, engine) {
+    return engine.forceRelease(key);
+  },
+};
+
+/** The kinds the board and the CLI list, in the order a scanned name is offered to them. */
+export const BOARD_KINDS: readonly BoardKind[] = [LOCK_KIND];
+
+function lockEntry(info: LockInfo, context: BoardReadContext, fairAgeMs: number | undefined, ownAgeMs: number | undefined): BoardEntry {
+  const holders: BoardHolder[] = info.holders.map((h) => ({
+    mode: h.mode,
+    owner: h.owner,
+    host: h.host,
+    pid: h.pid,
+    app: h.app,
+    holdCount: h.holdCount,
+    finished: h.finished,
+    since: h.since.toISOString(),
+    heldMs: Math.max(0, Math.round(context.redisNowMs - h.since.getTime())),
+    remainingLeaseMs: Math.max(0, Math.round(h.remainingLeaseMs)),
+    fencingToken: h.fencingToken,
+  }));
+  let oldestWaitMs: number | null = null;
+  let oldestWaitSource: WaitAgeSource | null = null;
+  if (fairAgeMs !== undefined) [oldestWaitMs, oldestWaitSource] = [Math.round(fairAgeMs), 'fair-queue'];
+  if (ownAgeMs !== undefined && (oldestWaitMs === null || ownAgeMs > oldestWaitMs)) [oldestWaitMs, oldestWaitSource] = [Math.round(ownAgeMs), 'this-process'];
+  const { holdWarningMs, waitWarningMs } = context;
+  return {
+    kind: 'lock',
+    key: info.key,
+    mode: info.mode,
+    holders,
+    waiting: info.waiting,
+    waitingWriters: info.waitingWriters,
+    waitingReaders: info.waitingReaders,
+    fencingToken: info.fencingToken,
+    oldestWaitMs,
+    oldestWaitSource,
+    alarms: {
+      heldTooLong: holdWarningMs > 0 && holders.some((h) => !h.finished && h.heldMs > holdWarningMs),
+      waitedTooLong: waitWarningMs > 0 && oldestWaitMs !== null && oldestWaitMs > waitWarningMs,
+    },
+  };
+}
+
+/** Per key, how long this process's oldest waiter on it has waited, in milliseconds. */
+function oldestOwnWaits(engine: BoardEngine): Map<string, number> {
+  const now = performance.now();
+  const ages = new Map<string, number>();
+  for (const wait of engine.waitRecords()) {
+    const age = now - wait.startedAt;
+    if (age > (ages.get(wait.key) ?? -1)) ages.set(wait.key, age);
+  }
+  return ages;
+}
+
+/**
+ * Per key, the age of the head of its fair queue (arrival in Redis time, µs), in milliseconds: one bounded ZRANGE
+ * per lock that has waiters, on the first connection (in quorum mode every master keeps its own queue; the first
+ * one stands for them). Keys without a fair queue are absent. A failure leaves the ages unknown.
+ */
+async function fairQueueAges(context: BoardReadContext, keys: readonly string[]): Promise<Map<string, number>> {
+  const ages = new Map<string, number>();
+  const client = context.engine.scanConnections()[0];
+  if (!client || keys.length === 0) return ages;
+  const prefix = context.engine.settings.keyPrefix;
+  const timeoutMs = context.engine.settings.commandTimeoutMs;
+  await mapLimited(keys, READ_CONCURRENCY, async (key) => {
+    try {
+      const head = await bounded(client.zrange(lockKeys(prefix, key).queue, '0', '0', 'WITHSCORES'), timeoutMs, 'ZRANGE');
+      if (head.length === 2) ages.set(key, Math.max(0, context.redisNowMs - Number(head[1]) / 1000));
+    } catch {
+      // Unknown age: the entry shows the waiting count without it.
+    }
+  });
+  return ages;
+}
+
+/** `fn` over `items`, at most `limit` at a time, results in order; rejects with the first failure. */
+export async function mapLimited<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
