@@ -91,14 +91,16 @@ describe('lock board page', () => {
 
   it('shows waiters and highlights them once they waited longer than waitWarningMs', async () => {
     const app = await board({ lockOptions: { waitWarningMs: 1_500, holdWarningMs: 0 } });
+    // The waiters wait as long as the test may run: on a loaded machine the page's checks below took over 30 s.
+    const patience = 85_000;
     const prefix = app.locks.engine.settings.keyPrefix;
     const owner = await holder(prefix, 'queue:fair');
     // A fair waiter in another process (its arrival is in Redis), and a non-fair waiter of the board's own process.
-    const fairWaiter = WorkerProcess.start(kit, { kind: 'wait', redis: redisUrl(), prefix, key: 'queue:fair', mode: 'write', fair: true, waitTimeoutMs: 30_000 });
+    const fairWaiter = WorkerProcess.start(kit, { kind: 'wait', redis: redisUrl(), prefix, key: 'queue:fair', mode: 'write', fair: true, waitTimeoutMs: patience });
     await fairWaiter.next('waiting');
     const blocker = await app.locks.engine.acquire('queue:own');
-    const ownWait = kit.engine({ keyPrefix: prefix }).acquire('queue:own', { waitTimeoutMs: 30_000 });
-    const ownWaiter = app.locks.acquire('queue:own', { waitTimeoutMs: 30_000 });
+    const ownWait = kit.engine({ keyPrefix: prefix }).acquire('queue:own', { waitTimeoutMs: patience });
+    const ownWaiter = app.locks.acquire('queue:own', { waitTimeoutMs: patience });
     const { page, problems } = await open(`${app.origin}/locks/`);
     await untilKeys(page, (k) => k.join() === 'queue:fair,queue:own', 'both locks');
     await until(async () => (await row(page, 'queue:fair').innerText()).includes('1 (1 writer, 0 readers'), 15_000, 'the fair waiter');
