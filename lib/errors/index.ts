@@ -9,3 +9,4 @@ export { LockConfigError } from './lock-config.error.js';
 export { LockClosedError } from './lock-closed.error.js';
 export { LockUnavailableError } from './lock-unavailable.error.js';
 export type { LockUnavailableReason, LockOperation } from './lock-unavailable.error.js';
+export { PermitDeadlockError } from './permit-deadlock.error.js';

@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error.js';
 import { LockClosedError } from '../errors/lock-closed.error.js';
+import { LockConfigError } from '../errors/lock-config.error.js';
 import { LockLostError } from '../errors/lock-lost.error.js';
 import { LockUnavailableError } from '../errors/lock-unavailable.error.js';
 import { LockUpgradeError } from '../errors/lock-upgrade.error.js';
@@ -29,6 +30,8 @@ export interface AcquireRequest {
   readonly waiting: boolean;
   /** performance.now() by which the call must settle: `waitTimeoutMs` (if waiting) plus `commandTimeoutMs`. */
   readonly settleBy: number;
+  /** The store's refs of `keys`, when the caller made them (a semaphore's carries its limit); else `store.lock(key)`. */
+  readonly refs?: readonly LockRef[];
 }
 
 /** What one key's acquisition gave. */
@@ -63,8 +66,8 @@ export class Acquirer {
     let reentrant = true;
     try {
       // All or nothing, in sorted order: two callers locking [a, b] and [b, a] cannot deadlock.
-      for (const key of request.keys) {
-        const got = await this.acquireKey(request, this.store.lock(key), start);
+      for (const [i, key] of request.keys.entries()) {
+        const got = await this.acquireKey(request, request.refs?.[i] ?? this.store.lock(key), start);
         if (!got) {
           await this.undo(holds);
           return null;
@@ -204,8 +207,9 @@ export class Acquirer {
         try {
           reply = await this.store.acquire(call);
         } catch (err) {
-          // The attempt may land in Redis after all (or have landed before the connection failed): undo it.
-          this.leftovers.undoAcquire({ owner, lane, lock, token, leaseMs: options.leaseMs }, call, err);
+          // The attempt may land in Redis after all (or have landed before the connection failed): undo it. Not when
+          // Redis answered that the key is the other kind's (a lock's or a semaphore's): nothing was changed.
+          if (!(err instanceof LockConfigError)) this.leftovers.undoAcquire({ owner, lane, lock, token, leaseMs: options.leaseMs }, call, err);
           throw err;
         }
         if (reply.granted) {

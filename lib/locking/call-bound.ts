@@ -1,7 +1,14 @@
 import { LockKeyError } from '../errors/lock-key.error.js';
 import { LockUnavailableError } from '../errors/lock-unavailable.error.js';
 import { validateLockKey } from '../redis/key-layout.js';
-import type { LockHandle } from '../types/lock.types.js';
+import { performance } from 'node:perf_hooks';
+import { LockClosedError } from '../errors/lock-closed.error.js';
+import type { AcquireOptions, LockHandle } from '../types/lock.types.js';
+import type { Acquirer } from './acquisition.js';
+import { asError } from './lock-events.js';
+import { resolveAcquireOptions } from './lock-options.js';
+import type { LockEngineSettings } from './lock-options.js';
+import { currentOwner } from './owner-context.js';
 import { errorText } from './lock-events.js';
 import type { LockLogger } from './lock-events.js';
 
@@ -65,4 +72,51 @@ export function validateKeys(input: string | readonly string[]): readonly string
 /** The lock order: unique keys, sorted, so two callers locking [a, b] and [b, a] cannot deadlock. */
 export function lockOrder(keys: readonly string[]): readonly string[] {
   return keys.length === 1 ? keys : [...new Set(keys)].sort();
+}
+
+/** The acquisitions of one engine: each checked, bounded, and tracked so that `close` can wait for them. */
+export class EngineCalls {
+  private readonly inflight = new Set<Promise<unknown>>();
+
+  constructor(
+    private readonly settings: LockEngineSettings,
+    private readonly acquirer: Acquirer,
+    private readonly instanceId: string,
+    private readonly logger: LockLogger,
+    private readonly closed: () => boolean,
+  ) {}
+
+  /** Checks keys and options (rejecting, never throwing), then acquires in the current owner context. */
+  run(keys: () => readonly string[], options: AcquireOptions | undefined, waiting: boolean): Promise<LockHandle | null> {
+    let acquisition: Promise<LockHandle | null>;
+    let boundMs: number;
+    let first: string;
+    try {
+      const ordered = lockOrder(keys());
+      if (ordered.length === 0) throw new LockKeyError('invalid lock keys: no key given', ordered);
+      first = ordered[0];
+      const resolved = resolveAcquireOptions(this.settings, options, first);
+      if (this.closed()) throw new LockClosedError(first);
+      boundMs = (waiting ? resolved.waitTimeoutMs : 0) + this.settings.commandTimeoutMs;
+      const settleBy = performance.now() + boundMs;
+      acquisition = this.acquirer.acquire({ owner: currentOwner(this.instanceId), keys: ordered, options: resolved, waiting, settleBy });
+    } catch (err) {
+      // Bad keys or options: reported as a rejection, like every other failure of an acquisition.
+      return Promise.reject(asError(err));
+    }
+    return this.track(acquisition, boundMs, first);
+  }
+
+  /** Tracks an acquisition so `close` waits for it, and settles it within `boundMs` (plus a margin) whatever happens. */
+  track(acquisition: Promise<LockHandle | null>, boundMs: number, key: string): Promise<LockHandle | null> {
+    this.inflight.add(acquisition);
+    const forget = () => this.inflight.delete(acquisition);
+    acquisition.then(forget, forget);
+    return boundMs === Number.POSITIVE_INFINITY ? acquisition : settleWithin(acquisition, boundMs + BOUND_MARGIN_MS, key, this.logger);
+  }
+
+  /** Resolves once every acquisition in flight settled. */
+  async settled(): Promise<void> {
+    await Promise.allSettled([...this.inflight]);
+  }
 }

@@ -4,6 +4,9 @@ import type { RedisClient, RedisConnectionInput } from '../redis/connection.js';
 import type { ConnectionStateChange, HolderIdentity, LockStore, LockStoreFactory, ReplicaWaitSettings } from '../redis/lock-store.js';
 import { QuorumLockStore } from '../redis/quorum-lock-store.js';
 import { RedisLockStore } from '../redis/redis-lock-store.js';
+import type { PermitStore } from '../redis/permit-store.js';
+import { RedisPermitStore } from '../redis/redis-permit-store.js';
+import { StoreRouter } from '../redis/store-router.js';
 import { errorText } from './lock-events.js';
 import type { LockLogger } from './lock-events.js';
 import { DEFAULT_REPLICA_WAIT_MS } from './lock-options.js';
@@ -14,8 +17,12 @@ const SUBSCRIPTION_LINGER_MS = 1_000;
 
 /** The store an engine talks to, and who this process is in the holder records. */
 export interface EngineStore {
-  /** The store, every call bounded (`BoundedLockStore`). */
-  readonly store: LockStore;
+  /** The store, every call bounded (`BoundedLockStore`): locks and semaphores (`StoreRouter`). */
+  readonly store: BoundedLockStore;
+  /** The semaphores' store, unbounded; `undefined` when there is none (quorum mode: see `noSemaphores`). */
+  readonly permits: PermitStore | undefined;
+  /** Why this store has no semaphores. */
+  readonly noSemaphores: string | undefined;
   /** The same store without the bounds (a key scan reads its connections). */
   readonly backend: LockStore;
   readonly identity: HolderIdentity;
@@ -44,7 +51,17 @@ export function openEngineStore(
     onConnectionState,
   };
   const inner = factory ? factory(context) : isQuorum(redis) ? new QuorumLockStore(redis, context) : new RedisLockStore(redis, context);
-  return { store: new BoundedLockStore(inner, settings.commandTimeoutMs), backend: inner, identity };
+  const permits =
+    inner instanceof RedisLockStore ? new RedisPermitStore(inner, context) : (inner as Partial<{ permits(): PermitStore }>).permits?.();
+  const router = new StoreRouter(inner, permits);
+  const noSemaphores = permits
+    ? undefined
+    : inner instanceof QuorumLockStore
+      ? 'semaphores are not available in quorum mode: masters that each admit `limit` holders admit up to ' +
+        'limit x masters / majority holders in all (3 masters, limit 2: 3 holders), so a quorum cannot bound them; ' +
+        'use one Redis (standalone, Sentinel or Cluster) for semaphores'
+      : 'this lock store has no semaphores';
+  return { store: new BoundedLockStore(router, settings.commandTimeoutMs), backend: inner, permits, noSemaphores, identity };
 }
 
 /**

@@ -3,24 +3,22 @@ import { LockClosedError } from '../errors/lock-closed.error.js';
 import { LockKeyError } from '../errors/lock-key.error.js';
 import { validateLockKey } from '../redis/key-layout.js';
 import type { RedisClient } from '../redis/connection.js';
-import type { ConnectionStateChange, LockStore, LockStoreFactory } from '../redis/lock-store.js';
+import type { ConnectionStateChange, LockStoreFactory } from '../redis/lock-store.js';
 import type { AcquireOptions, LockHandle, LockInfo, LockPing } from '../types/lock.types.js';
-import { Acquirer } from './acquisition.js';
+import type { PermitHandle, PermitInfo, PermitOptions } from '../types/permit.types.js';
 import { consoleLogger } from './engine-options.js';
 import type { LockEngineOptions, ModeFixedOptions, SkipOptions, WaitOptions } from './engine-options.js';
-import { BOUND_MARGIN_MS, lockOrder, settleWithin, validateKeys } from './call-bound.js';
-import { logConnectionChange, openEngineStore, scanConnectionsOf } from './engine-store.js';
-import { HoldKeeper } from './hold-keeper.js';
-import { Leftovers } from './leftovers.js';
-import { LockAlarm, describeHeldTooLong } from './lock-alarm.js';
-import { LockEventBus, asError, errorText } from './lock-events.js';
+import { EngineCalls, validateKeys } from './call-bound.js';
+import { assembleEngine } from './engine-parts.js';
+import type { EngineParts } from './engine-parts.js';
+import { logConnectionChange, scanConnectionsOf } from './engine-store.js';
+import { LockEventBus, errorText } from './lock-events.js';
 import type { LockEventListener, LockEventName, LockLogger } from './lock-events.js';
 import type { LockHandleImpl } from './lock-handle.js';
-import { DEFAULT_PING_TIMEOUT_MS, resolveAcquireOptions, resolveEngineSettings } from './lock-options.js';
+import { DEFAULT_PING_TIMEOUT_MS, resolveEngineSettings } from './lock-options.js';
 import type { LockEngineSettings } from './lock-options.js';
-import { currentHandle, currentOwner, newInstanceId, runInOwnerScope, runWithHandle } from './owner-context.js';
-import { acquireOrSkip } from './skipping.js';
-import { WaitingRoom } from './waiting.js';
+import { currentHandle, newInstanceId, runInOwnerScope, runWithHandle } from './owner-context.js';
+import { acquireOrSkip, skipped } from './skipping.js';
 import type { WaitRecord } from './waiting.js';
 
 export type { LockEngineOptions, ModeFixedOptions, SkipOptions, WaitOptions } from './engine-options.js';
@@ -41,15 +39,9 @@ export class LockEngine {
   readonly instanceId = newInstanceId();
   private readonly logger: LockLogger;
   private readonly events: LockEventBus;
-  private readonly store: LockStore;
-  /** The store under the bounds (a key scan reads its connections). */
-  private readonly backend: LockStore;
-  private readonly keeper: HoldKeeper;
-  private readonly room: WaitingRoom;
-  private readonly acquirer: Acquirer;
-  private readonly leftovers: Leftovers;
-  private readonly alarm: LockAlarm;
-  private readonly inflight = new Set<Promise<unknown>>();
+  /** The store, keeper (watchdog), waiting room, acquirer, leftovers, alarm and semaphores (`assembleEngine`). */
+  private readonly parts: EngineParts;
+  private readonly calls: EngineCalls;
   private closed = false;
   /** Set by `beginShutdown`: new holds are refused and waiters rejected; re-entry by current holders goes on. */
   private closing = false;
@@ -62,33 +54,20 @@ export class LockEngine {
     this.settings = resolveEngineSettings(options);
     this.logger = options.logger ?? consoleLogger;
     this.events = new LockEventBus(this.logger);
-    const { store: bounded, backend, identity } = openEngineStore(options.redis, this.settings, this.logger, (change) => this.connectionChanged(change), store);
-    this.store = bounded;
-    this.backend = backend;
-    this.leftovers = new Leftovers(this.store, this.logger);
-    this.keeper = new HoldKeeper(this.store, this.events, this.logger, this.leftovers, this.settings.commandTimeoutMs);
-    this.room = new WaitingRoom(this.store, this.instanceId);
-    this.acquirer = new Acquirer(
-      this.store,
-      this.keeper,
-      this.room,
-      this.events,
-      this.logger,
-      this.instanceId,
-      () => this.closing,
-      this.leftovers,
-      this.settings.commandTimeoutMs,
-    );
-    this.alarm = new LockAlarm(this.settings, identity, this.keeper, this.room, (key) => this.inspect(key), (event) => {
-      this.logger.warn(describeHeldTooLong(event));
-      this.events.emit('held-too-long', event);
+    this.parts = assembleEngine(options.redis, this.settings, this.logger, this.events, this.instanceId, store, {
+      connectionChanged: (change) => this.connectionChanged(change),
+      closing: () => this.closing,
+      closed: () => this.closed,
+      inspect: (key) => this.inspect(key),
+      track: (acquisition, boundMs, key) => this.calls.track(acquisition, boundMs, key),
     });
-    this.alarm.start();
+    this.calls = new EngineCalls(this.settings, this.parts.acquirer, this.instanceId, this.logger, () => this.closed);
+    this.parts.alarm.start();
   }
 
   /** Number of holds this process currently keeps (and renews). */
   get heldCount(): number {
-    return this.keeper.size;
+    return this.parts.keeper.size;
   }
 
   /** Subscribes to a lock event; returns the function that unsubscribes. */
@@ -114,17 +93,17 @@ export class LockEngine {
    * `waitTimeoutMs + commandTimeoutMs` whatever Redis does).
    */
   acquire(keys: string | readonly string[], options?: AcquireOptions): Promise<LockHandle> {
-    return this.run(() => validateKeys(keys), options, true) as Promise<LockHandle>;
+    return this.calls.run(() => validateKeys(keys), options, true) as Promise<LockHandle>;
   }
 
   /** One attempt without waiting: the handle, or `null` if the lock is taken. Rejects as `acquire` does otherwise. */
   tryAcquire(keys: string | readonly string[], options?: AcquireOptions): Promise<LockHandle | null> {
-    return this.run(() => validateKeys(keys), options, false);
+    return this.calls.run(() => validateKeys(keys), options, false);
   }
 
   /** @internal `acquire` for keys already checked with `validateLockKey` (the decorators check them with context). */
   acquireChecked(keys: readonly string[], options: AcquireOptions | undefined): Promise<LockHandle> {
-    return this.run(() => keys, options, true) as Promise<LockHandle>;
+    return this.calls.run(() => keys, options, true) as Promise<LockHandle>;
   }
 
   /**
@@ -134,8 +113,8 @@ export class LockEngine {
    */
   acquireOrSkipChecked(keys: readonly string[], options: AcquireOptions | undefined, failWhenUnavailable = false): Promise<LockHandle | null> {
     if (options?.ifLocked !== 'skip') return this.acquireChecked(keys, options);
-    const what = { key: keys[0], mode: options.mode ?? 'write', owner: currentOwner(this.instanceId).id };
-    const attempt = () => this.run(() => keys, options, false);
+    const what = skipped(keys, options, this.instanceId);
+    const attempt = () => this.calls.run(() => keys, options, false);
     if (!failWhenUnavailable) return acquireOrSkip(attempt, this.events, what);
     return attempt().then((handle) => {
       if (!handle) this.events.emit('skipped', { ...what, reason: 'busy' });
@@ -153,14 +132,8 @@ export class LockEngine {
   withLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: AcquireOptions): Promise<T | undefined>;
   withLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: AcquireOptions): Promise<T | undefined> {
     return runInOwnerScope(this.instanceId, async () => {
-      const handle =
-        options?.ifLocked === 'skip'
-          ? await acquireOrSkip(() => this.tryAcquire(keys, options), this.events, {
-              key: Array.isArray(keys) ? String(keys[0]) : String(keys),
-              mode: options.mode ?? 'write',
-              owner: currentOwner(this.instanceId).id,
-            })
-          : await this.acquire(keys, options);
+      const skip = options?.ifLocked === 'skip';
+      const handle = skip ? await acquireOrSkip(() => this.tryAcquire(keys, options), this.events, skipped(keys, options, this.instanceId)) : await this.acquire(keys, options);
       if (!handle) return undefined;
       try {
         return await this.runWithHandle(handle, () => fn(handle));
@@ -205,13 +178,13 @@ export class LockEngine {
    * @throws {LockUnavailableError} when Redis cannot be reached or does not answer within `commandTimeoutMs`.
    */
   async release(key: string, token: string): Promise<boolean> {
-    const lock = this.store.lock(validateLockKey(key));
+    const lock = this.parts.store.lock(validateLockKey(key));
     if (typeof token !== 'string' || token.length === 0) {
       throw new LockKeyError(`invalid token for "${key}": expected the non-empty token of a LockHandle`, token, key);
     }
     this.throwIfClosed(key);
-    this.keeper.endByToken(key, token);
-    return (await this.store.release(lock, token, undefined)) === 'ended';
+    this.parts.keeper.endByToken(key, token);
+    return (await this.parts.store.release(lock, token, undefined)) === 'ended';
   }
 
   /**
@@ -219,11 +192,11 @@ export class LockEngine {
    * @throws {LockUnavailableError} when Redis cannot be reached or does not answer within `commandTimeoutMs`.
    */
   async forceRelease(key: string): Promise<boolean> {
-    const lock = this.store.lock(validateLockKey(key));
+    const lock = this.parts.store.lock(validateLockKey(key));
     this.throwIfClosed(key);
     const sentAt = performance.now();
-    const held = await this.store.forceRelease(lock);
-    this.keeper.loseAll(key, sentAt);
+    const held = await this.parts.store.forceRelease(lock);
+    this.parts.keeper.loseAll(key, sentAt);
     return held;
   }
 
@@ -232,9 +205,9 @@ export class LockEngine {
    * @throws {LockUnavailableError} when Redis cannot be reached or does not answer within `commandTimeoutMs`.
    */
   async inspect(key: string): Promise<LockInfo | null> {
-    const lock = this.store.lock(validateLockKey(key));
+    const lock = this.parts.store.lock(validateLockKey(key));
     this.throwIfClosed(key);
-    return this.store.inspect(lock);
+    return this.parts.store.inspect(lock);
   }
 
   /**
@@ -242,17 +215,51 @@ export class LockEngine {
    * all its masters), for a key scan (the lock board, the CLI). Empty for a store without Redis (the memory store).
    */
   scanConnections(): readonly RedisClient[] {
-    return scanConnectionsOf(this.backend);
+    return scanConnectionsOf(this.parts.backend);
   }
 
   /** @internal The acquisitions of this engine waiting right now (the deadlock alarm's records). */
   waitRecords(): Iterable<WaitRecord> {
-    return this.room.records();
+    return this.parts.room.records();
+  }
+
+  /**
+   * Waits up to `waitTimeoutMs` for one of the `limit` permits of semaphore `key` (docs/semaphores.md).
+   * @throws {LockAcquireTimeoutError}, {LockKeyError}, {LockConfigError} (an invalid `limit`; a lock's key; quorum
+   * mode), {PermitDeadlockError} (this call already holds `limit` permits of `key`), {LockUnavailableError}.
+   */
+  acquirePermit(key: string, options: PermitOptions): Promise<PermitHandle> {
+    return this.parts.permits.acquire(key, options, true) as Promise<PermitHandle>;
+  }
+
+  /** One attempt without waiting: the permit, or `null` if all `limit` are taken. Rejects as `acquirePermit` does. */
+  tryAcquirePermit(key: string, options: PermitOptions): Promise<PermitHandle | null> {
+    return this.parts.permits.acquire(key, options, false);
+  }
+
+  /** Takes a permit, runs `fn(permit)`, gives the permit back on success and on throw; returns what `fn` returns. */
+  withPermit<T>(key: string, fn: (permit: PermitHandle) => T | Promise<T>, options: PermitOptions): Promise<T> {
+    return this.parts.permits.withPermit(key, fn, options);
+  }
+
+  /** Stores `limit` as semaphore `key`'s limit, whatever callers name; resolves the limit before (0: none). */
+  setPermitLimit(key: string, limit: number): Promise<number> {
+    return this.parts.permits.setLimit(key, limit);
+  }
+
+  /** Semaphore `key` as Redis has it (limit, holders, waiters); `null` when it is not in use. */
+  inspectPermits(key: string): Promise<PermitInfo | null> {
+    return this.parts.permits.inspect(key);
+  }
+
+  /** Frees one holder's permit (`token`) or every permit of `key`, whoever holds them; resolves how many were held. */
+  forceReleasePermits(key: string, token?: string): Promise<number> {
+    return this.parts.permits.forceRelease(key, token);
   }
 
   /** Round trip to Redis on the command and the wake-up connections, each bounded by `timeoutMs`. Never rejects. */
   ping(timeoutMs = DEFAULT_PING_TIMEOUT_MS): Promise<LockPing> {
-    return this.store.ping(timeoutMs);
+    return this.parts.store.ping(timeoutMs);
   }
 
   /**
@@ -262,8 +269,8 @@ export class LockEngine {
   beginShutdown(): void {
     if (this.closing) return;
     this.closing = true;
-    this.alarm.stop();
-    this.room.wakeAll();
+    this.parts.alarm.stop();
+    this.parts.room.wakeAll();
   }
 
   /**
@@ -275,11 +282,11 @@ export class LockEngine {
     if (this.closed) return;
     this.closed = true;
     this.beginShutdown();
-    await Promise.allSettled([...this.inflight]);
-    await this.keeper.releaseAll();
-    await this.leftovers.settle(performance.now() + this.settings.commandTimeoutMs);
-    this.leftovers.stop();
-    await this.store.close();
+    await this.calls.settled();
+    await this.parts.keeper.releaseAll();
+    await this.parts.leftovers.settle(performance.now() + this.settings.commandTimeoutMs);
+    this.parts.leftovers.stop();
+    await this.parts.store.close();
   }
 
   private throwIfClosed(key: string): void {
@@ -288,30 +295,6 @@ export class LockEngine {
 
   /** Logs a connection change; waiters retry at once when the wake-up connection is back (a wake-up may be lost). */
   private connectionChanged(change: ConnectionStateChange): void {
-    if (logConnectionChange(this.logger, change)) this.room.wakeAll();
-  }
-
-  /** Checks keys and options (rejecting, never throwing), then acquires; tracked so `close` can wait for it. */
-  private run(keys: () => readonly string[], options: AcquireOptions | undefined, waiting: boolean): Promise<LockHandle | null> {
-    let acquisition: Promise<LockHandle | null>;
-    let boundMs: number;
-    let first: string;
-    try {
-      const ordered = lockOrder(keys());
-      if (ordered.length === 0) throw new LockKeyError('invalid lock keys: no key given', ordered);
-      first = ordered[0];
-      const resolved = resolveAcquireOptions(this.settings, options, first);
-      if (this.closed) throw new LockClosedError(first);
-      boundMs = (waiting ? resolved.waitTimeoutMs : 0) + this.settings.commandTimeoutMs;
-      const settleBy = performance.now() + boundMs;
-      acquisition = this.acquirer.acquire({ owner: currentOwner(this.instanceId), keys: ordered, options: resolved, waiting, settleBy });
-    } catch (err) {
-      // Bad keys or options: reported as a rejection, like every other failure of an acquisition.
-      return Promise.reject(asError(err));
-    }
-    this.inflight.add(acquisition);
-    const forget = () => this.inflight.delete(acquisition);
-    acquisition.then(forget, forget);
-    return boundMs === Number.POSITIVE_INFINITY ? acquisition : settleWithin(acquisition, boundMs + BOUND_MARGIN_MS, first, this.logger);
+    if (logConnectionChange(this.logger, change)) this.parts.room.wakeAll();
   }
 }

@@ -1,6 +1,7 @@
 import { LockUnavailableError } from '../errors/lock-unavailable.error.js';
-import type { LockHandle, LockMode } from '../types/lock.types.js';
+import type { AcquireOptions, LockHandle, LockMode } from '../types/lock.types.js';
 import type { LockEventBus } from './lock-events.js';
+import { currentOwner } from './owner-context.js';
 
 /**
  * `ifLocked: 'skip'`: one attempt (`tryAcquire`); when the lock is busy, or Redis cannot be reached or does not answer
@@ -21,4 +22,9 @@ export async function acquireOrSkip(
     events.emit('skipped', { ...what, reason: 'unavailable', error: err });
     return null;
   }
+}
+
+/** What a `skipped` event says of a call on `keys` (its first key) in the current owner context. */
+export function skipped(keys: string | readonly string[], options: AcquireOptions, instanceId: string): { key: string; mode: LockMode; owner: string } {
+  return { key: Array.isArray(keys) ? String(keys[0]) : String(keys), mode: options.mode ?? 'write', owner: currentOwner(instanceId).id };
 }

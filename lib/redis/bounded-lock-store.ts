@@ -126,6 +126,11 @@ export class BoundedLockStore implements LockStore {
     return this.inner.close();
   }
 
+  /** Another call on this store's Redis (a semaphore's own), bounded as these are. */
+  within<T>(pending: Promise<T>, operation: LockOperation, key: string | undefined): Promise<T> {
+    return this.bound(pending, operation, key);
+  }
+
   /**
    * `pending`, or a `LockError` once Redis has been silent for `timeoutMs`: no answer to this call, nor to any other
    * call of this store, for that long while this process was running. While Redis keeps answering, a call queued

@@ -1,5 +1,6 @@
 import type { LockHolderInfo, LockInfo, LockMode } from '../types/lock.types.js';
 import type { LockKeys } from './key-layout.js';
+import { kindConflict } from './kind-conflict.js';
 import type { AcquireCall, AcquireReply, BlockedBy, ReleaseReply, WakeUp } from './lock-store.js';
 
 /**
@@ -30,10 +31,11 @@ export function acquireArgs(call: AcquireCall, identity: string): (string | numb
   return args;
 }
 
-/** ACQUIRE's reply `{1, fence, reentered}` or `{0, waitMs, blockedBy}`. */
-export function acquireReply(raw: unknown): AcquireReply {
+/** ACQUIRE's reply `{1, fence, reentered}` or `{0, waitMs, blockedBy}`; `{-1, …}`: a semaphore lives under `key`. */
+export function acquireReply(raw: unknown, key: string): AcquireReply {
   const [ok, value, detail] = raw as [number, number, number];
   if (ok === 1) return { granted: true, fencingToken: value, reentered: detail === 1 };
+  if (ok === -1) throw kindConflict(key, 'semaphore');
   return { granted: false, retryInMs: value, blockedBy: BLOCKED_BY[detail] ?? 'writer' };
 }
 
@@ -51,6 +53,7 @@ export function inspectReply(names: LockKeys, raw: unknown): LockInfo | null {
   const [now, fields, leases, writersWaiting, readersWaiting] = raw as [number, string[], string[], number, number];
   const state = new Map<string, string>();
   for (let i = 0; i < fields.length; i += 2) state.set(fields[i], fields[i + 1]);
+  if (state.has('n')) throw kindConflict(names.key, 'semaphore');
   const writer = state.get('w');
   const holders: LockHolderInfo[] = [];
   for (let i = 0; i < leases.length; i += 2) {

@@ -34,6 +34,9 @@ function script(name: string, source: string): LuaScript {
   return Object.freeze({ name, source, sha: createHash('sha1').update(source).digest('hex') });
 }
 
+/** A script of another primitive (the semaphore's, `permit-scripts.ts`), made as the lock scripts are. */
+export const luaScript = script;
+
 /**
  * How long a waiter's registration lives without a heartbeat, in milliseconds (Redis time). Live waiters renew it
  * every `WAITER_HEARTBEAT_MS` (KEEP_WAITING, batched per process), so a waiter that died or froze is passed over
@@ -248,6 +251,9 @@ end
     PRELUDE +
     `
 local K = lockKeys(KEYS)
+-- A semaphore lives under this key (its state has a limit): refused, nothing changed (the fast paths above never
+-- take a semaphore's state for a lock's: it has no 'f').
+if redis.call('HEXISTS', K.state, 'n') == 1 then return {-1, 0, 0} end
 expand(K, now)
 local purged = purge(K, now)
 local held = redis.call('HGET', K.state, field)

@@ -23,6 +23,7 @@ import type {
   WakeUpSubscription,
 } from './lock-store.js';
 import { ACQUIRE, ACQUIRE_BATCH, ALL_SCRIPTS, CANCEL_WAIT, EXTEND, FORCE_RELEASE, INSPECT, KEEP_WAITING, RELEASE, RELEASE_BATCH } from './lua-scripts.js';
+import { PERMIT_SCRIPT_VARIANTS } from './permit-scripts.js';
 import { unavailable } from './redis-failures.js';
 import type { ScriptBatcher } from './script-batcher.js';
 import { ScriptGateway } from './script-gateway.js';
@@ -77,7 +78,7 @@ export class RedisLockStore implements LockStore {
     this.gateway = new ScriptGateway(this.client, {
       shardedPubSub: this.shardedChannels !== null,
       waitForReplicas: options.waitForReplicas,
-      scripts: ALL_SCRIPTS,
+      scripts: [...ALL_SCRIPTS, ...PERMIT_SCRIPT_VARIANTS],
       onConnectionError: options.onConnectionError,
     });
     this.renewals = new LeaseRenewals(this.gateway);
@@ -106,14 +107,15 @@ export class RedisLockStore implements LockStore {
     const args = acquireArgs(call, this.identity);
     if (this.gateway.acks) return this.acquireAcked(names, args);
     // No `async`/`await` on the hot path: each costs a promise and a microtask per call.
-    if (this.acquires) return this.acquires.call(names.all, args).then(acquireReply);
-    return this.gateway.run(ACQUIRE, names.all, args).then(acquireReply);
+    const reply = (raw: unknown) => acquireReply(raw, names.key);
+    if (this.acquires) return this.acquires.call(names.all, args).then(reply);
+    return this.gateway.run(ACQUIRE, names.all, args).then(reply);
   }
 
   /** ACQUIRE followed by `WAIT` (`waitForReplicas`). */
   private async acquireAcked(names: LockKeys, args: readonly (string | number)[]): Promise<AcquireReply> {
     const acked = await this.gateway.runAcked(ACQUIRE, names.all, args);
-    const reply = acquireReply(acked.reply);
+    const reply = acquireReply(acked.reply, names.key);
     // Only a grant needs the replicas: a refusal changed nothing a failover could lose that matters.
     const short = reply.granted ? this.gateway.shortfall(acked, reply) : undefined;
     if (short) throw short;

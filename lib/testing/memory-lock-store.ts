@@ -17,7 +17,10 @@ import type { LockHolderInfo, LockInfo, LockMode } from '../types/lock.types.js'
 import { LockError } from '../errors/lock.error.js';
 import { LockUnavailableError } from '../errors/lock-unavailable.error.js';
 import type { LockOperation } from '../errors/lock-unavailable.error.js';
+import { kindConflict } from '../redis/kind-conflict.js';
+import type { PermitStore } from '../redis/permit-store.js';
 import * as scripts from './memory-lock-scripts.js';
+import { MemoryPermitStore } from './memory-permit-store.js';
 import { MemoryLockWorld } from './memory-lock-world.js';
 import type { MemoryListener, MemoryLockState, ScriptScope } from './memory-lock-world.js';
 
@@ -56,6 +59,7 @@ import type { MemoryListener, MemoryLockState, ScriptScope } from './memory-lock
 /* eslint-disable @typescript-eslint/require-await -- async on purpose: a store rejects, never throws synchronously */
 export class MemoryLockStore implements LockStore {
   private readonly listening = new Map<string, Set<MemoryListener>>();
+  private permitStore: PermitStore | undefined;
   private closed = false;
 
   constructor(
@@ -68,7 +72,15 @@ export class MemoryLockStore implements LockStore {
   }
 
   async acquire(call: AcquireCall): Promise<AcquireReply> {
-    return this.run(call.lock, (s, x) => scripts.acquire(s, call, this.context.identity, x));
+    return this.run(call.lock, (s, x) => {
+      if (s.limit !== undefined) throw kindConflict(call.lock.key, 'semaphore');
+      return scripts.acquire(s, call, this.context.identity, x);
+    });
+  }
+
+  /** The semaphores of this store's world and prefix (made once). */
+  permits(): PermitStore {
+    return (this.permitStore ??= new MemoryPermitStore(this, this.context.identity, (ref, script) => this.run(ref, script)));
   }
 
   async release(lock: LockRef, token: string, seq: number | undefined, holdAtLeastMs = 0): Promise<ReleaseReply> {
@@ -97,7 +109,10 @@ export class MemoryLockStore implements LockStore {
   }
 
   async inspect(lock: LockRef): Promise<LockInfo | null> {
-    return this.run(lock, (s, x) => snapshot(lock.key, s, x.now));
+    return this.run(lock, (s, x) => {
+      if (s.limit !== undefined) throw kindConflict(lock.key, 'semaphore');
+      return snapshot(lock.key, s, x.now);
+    });
   }
 
   listen(lock: LockRef, onWakeUp: (wakeUp: WakeUp) => void): WakeUpSubscription {

@@ -36,6 +36,10 @@ export interface MemoryLockState {
   readonly readers: Map<string, number>;
   /** Fair queue, in arrival order (Map insertion order): `<w|r>:<waiter id>` -> registration expiry. */
   readonly queue: Map<string, number>;
+  /** A semaphore's stored limit (state hash `n`); `undefined` for a lock. */
+  limit: number | undefined;
+  /** Until when SET_LIMIT keeps a semaphore's state (state hash `k`), on the world's clock. */
+  keptUntil: number;
 }
 
 /** @internal What a script may use while it runs: the clock frozen at its start, fencing tokens, and wake-ups to publish. */
@@ -98,7 +102,7 @@ export class MemoryLockWorld {
     const live: string[] = [];
     for (const [key, state] of [...space.locks]) {
       expire(state, now);
-      if (isEmpty(state)) space.locks.delete(key);
+      if (isEmpty(state, now)) space.locks.delete(key);
       else live.push(key);
     }
     return live.sort();
@@ -124,7 +128,7 @@ export class MemoryLockWorld {
     else state = emptyState();
     const published: WakeUp[] = [];
     const result = script(state, { now, nextFence: () => this.nextFence(), publish: (w) => published.push(w) });
-    if (isEmpty(state)) space.locks.delete(key);
+    if (isEmpty(state, now)) space.locks.delete(key);
     else space.locks.set(key, state);
     if (published.length > 0) this.deliver(space.listeners.get(key), published);
     return result;
@@ -177,10 +181,11 @@ export class MemoryLockWorld {
 }
 
 function emptyState(): MemoryLockState {
-  return { writer: undefined, fence: 0, holders: new Map(), leases: new Map(), writers: new Map(), readers: new Map(), queue: new Map() };
+  return { writer: undefined, fence: 0, holders: new Map(), leases: new Map(), writers: new Map(), readers: new Map(), queue: new Map(), limit: undefined, keptUntil: 0 };
 }
 
-function isEmpty(state: MemoryLockState): boolean {
+function isEmpty(state: MemoryLockState, now: number): boolean {
+  if (state.keptUntil > now) return false;
   return state.leases.size === 0 && state.writers.size === 0 && state.readers.size === 0 && state.queue.size === 0;
 }
 

@@ -1,0 +1,70 @@
+import type { RedisConnectionInput } from '../redis/connection.js';
+import type { BoundedLockStore } from '../redis/bounded-lock-store.js';
+import type { ConnectionStateChange, LockStore, LockStoreFactory } from '../redis/lock-store.js';
+import { Permits } from './permits.js';
+import type { LockHandle, LockInfo } from '../types/lock.types.js';
+import { Acquirer } from './acquisition.js';
+import { openEngineStore } from './engine-store.js';
+import { HoldKeeper } from './hold-keeper.js';
+import { Leftovers } from './leftovers.js';
+import { LockAlarm, describeHeldTooLong } from './lock-alarm.js';
+import type { LockEventBus, LockLogger } from './lock-events.js';
+import type { LockEngineSettings } from './lock-options.js';
+import { WaitingRoom } from './waiting.js';
+
+/** What the parts call back on their engine. */
+export interface EngineHooks {
+  readonly connectionChanged: (change: ConnectionStateChange) => void;
+  /** Whether the engine is shutting down (new holds refused). */
+  readonly closing: () => boolean;
+  readonly closed: () => boolean;
+  readonly inspect: (key: string) => Promise<LockInfo | null>;
+  /** Tracks an acquisition so `close` waits for it, and bounds it. */
+  readonly track: (acquisition: Promise<LockHandle | null>, boundMs: number, key: string) => Promise<LockHandle | null>;
+}
+
+/** The parts a `LockEngine` coordinates. */
+export interface EngineParts {
+  readonly store: BoundedLockStore;
+  readonly backend: LockStore;
+  readonly keeper: HoldKeeper;
+  readonly room: WaitingRoom;
+  readonly acquirer: Acquirer;
+  readonly leftovers: Leftovers;
+  readonly alarm: LockAlarm;
+  readonly permits: Permits;
+}
+
+/** Builds an engine's store and the parts around it: hold keeper (watchdog), waiting room, acquirer, alarm, semaphores. */
+export function assembleEngine(
+  redis: RedisConnectionInput | readonly RedisConnectionInput[],
+  settings: LockEngineSettings,
+  logger: LockLogger,
+  events: LockEventBus,
+  instanceId: string,
+  factory: LockStoreFactory | undefined,
+  hooks: EngineHooks,
+): EngineParts {
+  const opened = openEngineStore(redis, settings, logger, hooks.connectionChanged, factory);
+  const store = opened.store;
+  const leftovers = new Leftovers(store, logger);
+  const keeper = new HoldKeeper(store, events, logger, leftovers, settings.commandTimeoutMs);
+  const room = new WaitingRoom(store, instanceId);
+  const acquirer = new Acquirer(store, keeper, room, events, logger, instanceId, hooks.closing, leftovers, settings.commandTimeoutMs);
+  const alarm = new LockAlarm(settings, opened.identity, keeper, room, hooks.inspect, (event) => {
+    logger.warn(describeHeldTooLong(event));
+    events.emit('held-too-long', event);
+  });
+  const permits = new Permits({
+    settings,
+    logger,
+    instanceId,
+    acquirer,
+    permits: opened.permits,
+    unsupported: opened.noSemaphores,
+    track: hooks.track,
+    bound: (pending, operation, key) => store.within(pending, operation, key),
+    closed: hooks.closed,
+  });
+  return { store, backend: opened.backend, keeper, room, acquirer, leftovers, alarm, permits };
+}

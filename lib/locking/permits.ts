@@ -1,0 +1,153 @@
+import { LockClosedError } from '../errors/lock-closed.error.js';
+import { LockConfigError } from '../errors/lock-config.error.js';
+import { PermitDeadlockError } from '../errors/permit-deadlock.error.js';
+import { validateLockKey } from '../redis/key-layout.js';
+import type { LockOperation } from '../errors/lock-unavailable.error.js';
+import type { PermitRef, PermitStore } from '../redis/permit-store.js';
+import type { LockHandle } from '../types/lock.types.js';
+import type { PermitHandle, PermitInfo, PermitOptions } from '../types/permit.types.js';
+import type { Acquirer } from './acquisition.js';
+import type { LockLogger } from './lock-events.js';
+import { resolveAcquireOptions } from './lock-options.js';
+import type { LockEngineSettings } from './lock-options.js';
+import { LockOwner, currentOwner, runInOwnerScope } from './owner-context.js';
+import { PermitHandleImpl } from './permit-handle.js';
+
+/** The largest `limit` accepted. */
+export const MAX_PERMIT_LIMIT = 100_000;
+
+/** What the semaphore room uses of its engine. */
+export interface PermitEngineParts {
+  readonly settings: LockEngineSettings;
+  readonly logger: LockLogger;
+  readonly instanceId: string;
+  /** The engine's acquirer: waiting, wake-ups, timeouts, the watchdog and the hold keeper serve permits too. */
+  readonly acquirer: Acquirer;
+  /** The permit store (`undefined`: this store has no semaphores, e.g. quorum mode, with the reason). */
+  readonly permits: PermitStore | undefined;
+  readonly unsupported: string | undefined;
+  /** Tracks an acquisition (so `close` waits for it) and bounds it by `boundMs` (the engine's own bound). */
+  readonly track: (acquisition: Promise<LockHandle | null>, boundMs: number, key: string) => Promise<LockHandle | null>;
+  /** Bounds one store call by the command timeout (every failure a `LockError`). */
+  readonly bound: <T>(pending: Promise<T>, operation: LockOperation, key: string) => Promise<T>;
+  readonly closed: () => boolean;
+}
+
+/**
+ * Semaphores on top of the lock engine: at most `limit` holders per key. Each permit is one hold of a fresh owner
+ * (so never re-entered), taken by the engine's `Acquirer` on the store's `PermitRef`: waiting, wake-ups, liveness,
+ * timeouts, aborts, the batched watchdog, loss signals and the shutdown release are the locks' own.
+ */
+export class Permits {
+  /** Permits held per owner context and key: a nested acquisition that could never be granted is refused. */
+  private readonly held = new WeakMap<LockOwner, Map<string, number>>();
+  /** `key|limit` pairs already warned about (the stored limit differs from the one asked for). */
+  private readonly warned = new Set<string>();
+
+  constructor(private readonly parts: PermitEngineParts) {}
+
+  acquire(key: string, options: PermitOptions, waiting: boolean): Promise<PermitHandle | null> {
+    let acquisition: Promise<LockHandle | null>;
+    let context: LockOwner;
+    let ref: PermitRef;
+    try {
+      ref = this.ref(key, options);
+      const resolved = resolveAcquireOptions(this.parts.settings, { ...permitOnly(options), mode: 'write' }, key);
+      context = currentOwner(this.parts.instanceId);
+      const mine = this.held.get(context)?.get(key) ?? 0;
+      const limit = this.store().storedLimit(key) ?? options.limit;
+      if (waiting && mine > 0 && mine >= limit) throw new PermitDeadlockError(key, limit, mine);
+      const boundMs = (waiting ? resolved.waitTimeoutMs : 0) + this.parts.settings.commandTimeoutMs;
+      const request = { owner: new LockOwner(this.parts.instanceId), keys: [key], refs: [ref], options: resolved, waiting, settleBy: performance.now() + boundMs };
+      acquisition = this.parts.track(this.parts.acquirer.acquire(request), boundMs, key);
+    } catch (err) {
+      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+    }
+    return acquisition.then((handle) => handle && this.handle(handle, ref, context));
+  }
+
+  withPermit<T>(key: string, fn: (permit: PermitHandle) => T | Promise<T>, options: PermitOptions): Promise<T> {
+    return runInOwnerScope(this.parts.instanceId, async () => {
+      const permit = (await this.acquire(key, options, true)) as PermitHandle;
+      try {
+        return await fn(permit);
+      } finally {
+        await permit.release().catch((err: unknown) => {
+          this.parts.logger.warn(`releasing a permit of "${key}" failed (its lease will free it): ${err instanceof Error ? err.message : String(err)}`);
+        });
+      }
+    });
+  }
+
+  async setLimit(key: string, limit: number): Promise<number> {
+    const ref = this.ref(key, { limit });
+    this.throwIfClosed(key);
+    return this.parts.bound(this.store().setLimit(ref), 'acquire', key);
+  }
+
+  async inspect(key: string): Promise<PermitInfo | null> {
+    const ref = this.ref(key, { limit: 1 });
+    this.throwIfClosed(key);
+    return this.parts.bound(this.store().inspectPermits(ref), 'inspect', key);
+  }
+
+  async forceRelease(key: string, token?: string): Promise<number> {
+    const ref = this.ref(key, { limit: 1 });
+    if (token !== undefined && (typeof token !== 'string' || token.length === 0)) {
+      throw new LockConfigError(`invalid token for "${key}": expected the non-empty token of a PermitHandle`, 'token', key);
+    }
+    this.throwIfClosed(key);
+    return this.parts.bound(this.store().forceReleasePermits(ref, token), 'forceRelease', key);
+  }
+
+  private handle(hold: LockHandle, ref: PermitRef, context: LockOwner): PermitHandle {
+    const stored = this.store().storedLimit(ref.key) ?? ref.limit;
+    if (stored !== ref.limit && !this.warned.has(`${ref.key}|${ref.limit}`)) {
+      this.warned.add(`${ref.key}|${ref.limit}`);
+      this.parts.logger.warn(
+        `semaphore "${ref.key}": limit ${ref.limit} asked, ${stored} stored in Redis applies (another version of the ` +
+          `service set it; call setPermitLimit to change it on purpose)`,
+      );
+    }
+    let counts = this.held.get(context);
+    if (!counts) this.held.set(context, (counts = new Map()));
+    counts.set(ref.key, (counts.get(ref.key) ?? 0) + 1);
+    const mine = counts;
+    return new PermitHandleImpl(hold, stored, () => {
+      const left = (mine.get(ref.key) ?? 1) - 1;
+      if (left > 0) mine.set(ref.key, left);
+      else mine.delete(ref.key);
+    });
+  }
+
+  private ref(key: string, options: PermitOptions): PermitRef {
+    validateLockKey(key);
+    if (options === null || typeof options !== 'object') {
+      throw new LockConfigError(`invalid options for semaphore "${key}": expected an object with a limit`, 'options', key);
+    }
+    const { limit } = options;
+    if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_PERMIT_LIMIT) {
+      throw new LockConfigError(
+        `invalid limit for semaphore "${key}": ${String(limit)}; expected an integer from 1 to ${MAX_PERMIT_LIMIT} (the number of holders allowed at once)`,
+        'limit',
+        key,
+      );
+    }
+    return this.store().permit(key, limit);
+  }
+
+  private store(): PermitStore {
+    if (!this.parts.permits) throw new LockConfigError(this.parts.unsupported ?? 'this lock store has no semaphores', 'redis');
+    return this.parts.permits;
+  }
+
+  private throwIfClosed(key: string): void {
+    if (this.parts.closed()) throw new LockClosedError(key);
+  }
+}
+
+/** The options a permit takes (a lock's `mode`, `ifLocked` and `holdAtLeastMs` do not apply). */
+function permitOnly(options: PermitOptions): Omit<PermitOptions, 'limit'> {
+  const { leaseMs, autoExtend, waitTimeoutMs, signal, fair } = options;
+  return { leaseMs, autoExtend, waitTimeoutMs, signal, fair };
+}

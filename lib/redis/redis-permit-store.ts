@@ -1,0 +1,172 @@
+import type { LockError } from '../errors/lock.error.js';
+import type { LockOperation } from '../errors/lock-unavailable.error.js';
+import type { LockInfo, LockMode } from '../types/lock.types.js';
+import type { PermitInfo } from '../types/permit.types.js';
+import type { LockKeys } from './key-layout.js';
+import { kindConflict } from './kind-conflict.js';
+import { RENEW_CHUNK, chunks, groupBy } from './lease-renewals.js';
+import { holderIdentity } from './lock-script-codec.js';
+import type {
+  AcquireCall,
+  AcquireReply,
+  LockRef,
+  LockStoreContext,
+  ReleaseReply,
+  RenewCall,
+  StorePing,
+  WaitingCall,
+  WaitingReply,
+  WakeUp,
+  WakeUpSubscription,
+} from './lock-store.js';
+import { INSPECT } from './lua-scripts.js';
+import { permitArgs, permitInspectReply, permitReply } from './permit-codec.js';
+import { PERMIT_ACQUIRE, PERMIT_CANCEL_WAIT, PERMIT_FORCE_RELEASE, PERMIT_KEEP_WAITING, PERMIT_RELEASE, PERMIT_SET_LIMIT } from './permit-scripts.js';
+import type { PermitRef, PermitStore } from './permit-store.js';
+import type { RedisLockStore } from './redis-lock-store.js';
+import { slotOf } from './sharded-channels.js';
+
+/** Semaphore names kept ready-made (per key and limit); the cache starts over when full. */
+const REFS_CACHE_SIZE = 10_000;
+
+type PermitKeys = LockKeys & PermitRef;
+
+/**
+ * Semaphores on the Redis of a `RedisLockStore` (standalone, Sentinel or Cluster): its connections, its script
+ * gateway (SHA, Cluster variants, `waitForReplicas`) and its wake-up subscriptions. A semaphore uses the key names of
+ * a lock on the same key (one hash tag: one slot on a Cluster), and its own scripts (`permit-scripts.ts`), except
+ * for the watchdog's renewals and `extend`, which are the locks' own (batched with theirs).
+ */
+export class RedisPermitStore implements PermitStore {
+  private readonly refs = new Map<string, PermitKeys>();
+  private readonly limits = new Map<string, number>();
+  private readonly identity: string;
+
+  constructor(
+    private readonly locks: RedisLockStore,
+    context: LockStoreContext,
+  ) {
+    this.identity = holderIdentity(context.identity);
+  }
+
+  lock(key: string): LockRef {
+    return this.locks.lock(key);
+  }
+
+  permit(key: string, limit: number): PermitRef {
+    const id = `${limit}|${key}`;
+    let ref = this.refs.get(id);
+    if (!ref) {
+      if (this.refs.size >= REFS_CACHE_SIZE) this.refs.clear();
+      ref = { ...this.locks.lock(key), limit };
+      this.refs.set(id, ref);
+    }
+    return ref;
+  }
+
+  storedLimit(key: string): number | undefined {
+    return this.limits.get(key);
+  }
+
+  /** PERMIT_ACQUIRE (ARGV: `permitArgs`), followed by `WAIT` for a grant with `waitForReplicas`. */
+  async acquire(call: AcquireCall): Promise<AcquireReply> {
+    const ref = call.lock as PermitKeys;
+    const args = permitArgs(call, this.identity, ref.limit);
+    const gateway = this.locks.gateway;
+    const acked = await gateway.runAcked(PERMIT_ACQUIRE, ref.all, args);
+    const { reply, limit } = permitReply(ref.key, acked.reply);
+    this.remember(ref.key, limit);
+    const short = reply.granted ? gateway.shortfall(acked, reply) : undefined;
+    if (short) throw short;
+    return reply;
+  }
+
+  /** PERMIT_RELEASE. A permit has one level: `seq` and `holdAtLeastMs` do not apply. */
+  async release(lock: LockRef, token: string): Promise<ReleaseReply> {
+    return (await this.locks.gateway.run(PERMIT_RELEASE, (lock as PermitKeys).all, [token])) === 2 ? 'ended' : 'not-held';
+  }
+
+  /** The locks' RENEW_MANY: a permit's lease is a lease in the leases set, as a lock holder's in full form. */
+  renew(holds: readonly RenewCall[]): Promise<boolean[]> {
+    return this.locks.renew(holds);
+  }
+
+  extend(lock: LockRef, token: string, ms: number): Promise<boolean> {
+    return this.locks.extend(lock, token, ms);
+  }
+
+  async cancelWait(lock: LockRef, _mode: LockMode, waiterId: string): Promise<void> {
+    await this.locks.gateway.run(PERMIT_CANCEL_WAIT, (lock as PermitKeys).all, [waiterId]);
+  }
+
+  /** PERMIT_KEEP_WAITING, per chunk of waiters (per slot on a Cluster), as the locks' heartbeat. */
+  async keepWaiting(waits: readonly WaitingCall[]): Promise<WaitingReply[]> {
+    const all = waits.map((_, i) => i);
+    const cluster = this.locks.commandConnection.isCluster;
+    const groups = cluster ? [...groupBy(all, (i) => slotOf((waits[i].lock as PermitKeys).state)).values()] : chunks(all, RENEW_CHUNK);
+    const out = new Array<WaitingReply>(waits.length).fill('waiting');
+    await Promise.all(
+      groups.map(async (batch) => {
+        const keys: string[] = [];
+        const args: string[] = [];
+        for (const i of batch) {
+          keys.push(...(waits[i].lock as PermitKeys).all);
+          args.push(waits[i].waiterId, waits[i].fair ? '1' : '0');
+        }
+        const replies = (await this.locks.gateway.run(PERMIT_KEEP_WAITING, keys, args)) as number[];
+        batch.forEach((i, j) => (out[i] = replies[j] === 1 ? 'waiting' : 'attempt'));
+      }),
+    );
+    return out;
+  }
+
+  async forceRelease(lock: LockRef): Promise<boolean> {
+    return (await this.forceReleasePermits(lock as PermitRef, undefined)) > 0;
+  }
+
+  async forceReleasePermits(ref: PermitRef, token: string | undefined): Promise<number> {
+    return (await this.locks.gateway.run(PERMIT_FORCE_RELEASE, (ref as PermitKeys).all, [token ?? ''])) as number;
+  }
+
+  async setLimit(ref: PermitRef): Promise<number> {
+    const before = (await this.locks.gateway.write(PERMIT_SET_LIMIT, (ref as PermitKeys).all, [ref.limit])) as number;
+    if (before === -1) throw kindConflict(ref.key, 'lock');
+    this.remember(ref.key, ref.limit);
+    return before;
+  }
+
+  /** Never called with a permit (the engine inspects semaphores with `inspectPermits`). */
+  inspect(lock: LockRef): Promise<LockInfo | null> {
+    return this.locks.inspect(lock);
+  }
+
+  async inspectPermits(ref: PermitRef): Promise<PermitInfo | null> {
+    const info = permitInspectReply(ref.key, await this.locks.gateway.run(INSPECT, (ref as PermitKeys).all, []));
+    if (info) this.remember(ref.key, info.limit);
+    return info;
+  }
+
+  listen(lock: LockRef, onWakeUp: (wakeUp: WakeUp) => void): WakeUpSubscription {
+    return this.locks.listen(lock, onWakeUp);
+  }
+
+  isListening(lock: LockRef): boolean {
+    return this.locks.isListening(lock);
+  }
+
+  describeFailure(failure: unknown, operation: LockOperation, key: string | undefined, timeoutMs: number): LockError {
+    return this.locks.describeFailure(failure, operation, key, timeoutMs);
+  }
+
+  ping(timeoutMs: number): Promise<StorePing> {
+    return this.locks.ping(timeoutMs);
+  }
+
+  /** The connections are the lock store's: it closes them. */
+  async close(): Promise<void> {}
+
+  private remember(key: string, limit: number): void {
+    if (this.limits.size >= REFS_CACHE_SIZE && !this.limits.has(key)) this.limits.clear();
+    this.limits.set(key, limit);
+  }
+}
