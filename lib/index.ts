@@ -10,6 +10,8 @@ export { DEFAULT_MODULE_SETTINGS } from './nest/module-settings.js';
 // Decorators and their HTTP answers
 export { WriteLocked, Locked } from './decorators/write-locked.decorator.js';
 export { ReadLocked } from './decorators/read-locked.decorator.js';
+export { Semaphore } from './decorators/semaphore.decorator.js';
+export type { SemaphoreOptions } from './decorators/semaphore.decorator.js';
 export { ScheduledLock } from './schedule/scheduled-lock.decorator.js';
 export type { ScheduledLockOptions } from './schedule/scheduled-lock.decorator.js';
 export type { LockedOptions } from './decorators/lock-decorator.factory.js';
@@ -24,6 +26,7 @@ export type { LockEngineOptions, ModeFixedOptions, SkipOptions, WaitOptions } fr
 export { DEFAULT_LOCK_SETTINGS } from './locking/lock-options.js';
 export type { LockEngineSettings } from './locking/lock-options.js';
 export type { AcquireOptions, LockHandle, LockHolderInfo, LockInfo, LockMode, LockPing } from './types/lock.types.js';
+export type { PermitHandle, PermitInfo, PermitOptions } from './types/permit.types.js';
 export type {
   LockEvents,
   LockEventName,
@@ -48,5 +51,6 @@ export {
   LockConfigError,
   LockClosedError,
   LockUnavailableError,
+  PermitDeadlockError,
 } from './errors/index.js';
 export type { LockLostReason, LockUnavailableReason, LockOperation } from './errors/index.js';

@@ -22,37 +22,48 @@ type AnyMethod = (...args: unknown[]) => unknown;
  */
 export function createLockDecorator(mode: LockMode) {
   return (key: LockKeySpec, options: LockedOptions = {}): MethodDecorator =>
-    (target, propertyKey, descriptor) => {
-      const method = `${(target as { constructor: { name: string } }).constructor.name}.${String(propertyKey)}`;
-      const original = descriptor.value as unknown;
-      if (typeof original !== 'function') {
-        throw new LockConfigError(`@${mode === 'write' ? 'WriteLocked' : 'ReadLocked'} on ${method}: not a method`, 'key');
-      }
-      if (Reflect.getMetadata(LOCKED_METADATA, original)) {
-        throw new LockConfigError(
-          `${method} has two lock decorators; use one with an array of keys (all are taken in one mode)`,
-          'key',
-        );
-      }
-      const spec: LockedMethodSpec = {
+    (target, propertyKey, descriptor) =>
+      wrapLockedMethod(mode === 'write' ? 'WriteLocked' : 'ReadLocked', target, propertyKey, descriptor, (method, names) => ({
         method,
         mode,
         options: { ...options, mode },
-        resolveKeys: compileKeySpec(key, parameterNames(original as AnyMethod), method),
+        resolveKeys: compileKeySpec(key, names, method),
         returnsObservable: Reflect.getMetadata('design:returntype', target, propertyKey) === Observable,
-      };
-      const fn = original as AnyMethod;
-      const wrapper = function (this: unknown, ...args: unknown[]) {
-        return invokeLocked(spec, wrapper, fn, this, args);
-      };
-      Object.defineProperty(wrapper, 'name', { value: fn.name });
-      Object.defineProperty(wrapper, 'length', { value: fn.length });
-      for (const metaKey of Reflect.getMetadataKeys(fn)) {
-        Reflect.defineMetadata(metaKey, Reflect.getMetadata(metaKey, fn), wrapper);
-      }
-      Reflect.defineMetadata(LOCKED_METADATA, spec, wrapper);
-      (descriptor as PropertyDescriptor).value = wrapper;
-      UseInterceptors(lockInterceptor)(target, propertyKey, descriptor as TypedPropertyDescriptor<unknown>);
-      return descriptor;
-    };
+      }));
+}
+
+/**
+ * Wraps a decorated method (so it never runs unlocked, whoever calls it), keeps every metadata key, `name` and
+ * `length`, records its `LockedMethodSpec` and registers the lock interceptor. Shared by the lock decorators and
+ * `@Semaphore`.
+ */
+export function wrapLockedMethod(
+  decorator: string,
+  target: object,
+  propertyKey: string | symbol,
+  descriptor: PropertyDescriptor,
+  makeSpec: (method: string, parameterNames: readonly (string | null)[]) => LockedMethodSpec,
+): PropertyDescriptor {
+  const method = `${(target as { constructor: { name: string } }).constructor.name}.${String(propertyKey)}`;
+  const original = descriptor.value as unknown;
+  if (typeof original !== 'function') {
+    throw new LockConfigError(`@${decorator} on ${method}: not a method`, 'key');
+  }
+  if (Reflect.getMetadata(LOCKED_METADATA, original)) {
+    throw new LockConfigError(`${method} has two lock or semaphore decorators; use one (a lock decorator takes an array of keys)`, 'key');
+  }
+  const spec = makeSpec(method, parameterNames(original as AnyMethod));
+  const fn = original as AnyMethod;
+  const wrapper = function (this: unknown, ...args: unknown[]) {
+    return invokeLocked(spec, wrapper, fn, this, args);
+  };
+  Object.defineProperty(wrapper, 'name', { value: fn.name });
+  Object.defineProperty(wrapper, 'length', { value: fn.length });
+  for (const metaKey of Reflect.getMetadataKeys(fn)) {
+    Reflect.defineMetadata(metaKey, Reflect.getMetadata(metaKey, fn), wrapper);
+  }
+  Reflect.defineMetadata(LOCKED_METADATA, spec, wrapper);
+  descriptor.value = wrapper;
+  UseInterceptors(lockInterceptor)(target, propertyKey, descriptor as TypedPropertyDescriptor<unknown>);
+  return descriptor;
 }

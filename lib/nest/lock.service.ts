@@ -6,6 +6,7 @@ import type { LockEventListener, LockEventName } from '../locking/lock-events.js
 import { attachOpenTelemetryMetrics } from '../observability/lock-metrics.js';
 import type { LockStoreFactory } from '../redis/lock-store.js';
 import type { AcquireOptions, LockHandle, LockInfo, LockPing } from '../types/lock.types.js';
+import type { PermitHandle, PermitInfo, PermitOptions } from '../types/permit.types.js';
 import { LockRegistry } from './lock-registry.js';
 import { LOCK_STORE_FACTORY } from './lock-store.token.js';
 import type { LockRuntime } from './lock-registry.js';
@@ -114,6 +115,36 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown, OnA
   /** Holders, waiters and fencing token of `key`; `null` when nobody holds it. */
   inspect(key: string): Promise<LockInfo | null> {
     return this.engine.inspect(key);
+  }
+
+  /** Waits for one of the `limit` permits of semaphore `key` (docs/semaphores.md). */
+  acquirePermit(key: string, options: PermitOptions): Promise<PermitHandle> {
+    return this.engine.acquirePermit(key, options);
+  }
+
+  /** One attempt: a permit, or `null` when all `limit` are taken. */
+  tryAcquirePermit(key: string, options: PermitOptions): Promise<PermitHandle | null> {
+    return this.engine.tryAcquirePermit(key, options);
+  }
+
+  /** Takes a permit, runs `fn(permit)`, gives it back on success and on throw. */
+  withPermit<T>(key: string, fn: (permit: PermitHandle) => T | Promise<T>, options: PermitOptions): Promise<T> {
+    return this.engine.withPermit(key, fn, options);
+  }
+
+  /** Stores `limit` as semaphore `key`'s limit, whatever callers name; resolves the one before (0: none). */
+  setPermitLimit(key: string, limit: number): Promise<number> {
+    return this.engine.setPermitLimit(key, limit);
+  }
+
+  /** Limit, holders and waiters of semaphore `key`; `null` when it is not in use. */
+  inspectPermits(key: string): Promise<PermitInfo | null> {
+    return this.engine.inspectPermits(key);
+  }
+
+  /** Administrative: frees one holder's permit (`token`) or all of `key`'s; resolves how many were held. */
+  forceReleasePermits(key: string, token?: string): Promise<number> {
+    return this.engine.forceReleasePermits(key, token);
   }
 
   /** The lock of the current decorated method or `withLock` callback, if any. */

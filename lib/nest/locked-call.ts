@@ -3,10 +3,11 @@ import { defer, finalize, from, isObservable, mergeMap, of, throwError } from 'r
 import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error.js';
 import type { Observable } from 'rxjs';
 import { asError } from '../locking/lock-events.js';
+import type { LockEngine } from '../locking/lock-engine.js';
 import type { LockHandle } from '../types/lock.types.js';
 import { LockRegistry } from './lock-registry.js';
 import type { LockRuntime } from './lock-registry.js';
-import type { LockedMethodSpec } from './locked-method.js';
+import type { HeldByMethod, LockedMethodSpec } from './locked-method.js';
 
 type AnyMethod = (...args: unknown[]) => unknown;
 
@@ -20,7 +21,7 @@ export interface DeferredRelease {
   readonly target: unknown;
   readonly runtime: LockRuntime;
   taken: boolean;
-  handle: LockHandle | undefined;
+  handle: HeldByMethod | undefined;
 }
 
 const STORAGE_KEY = Symbol.for('nest-redis-locks.deferred-release');
@@ -67,20 +68,20 @@ export function invokeLocked(spec: LockedMethodSpec, wrapper: AnyMethod, origina
   if (deferred) {
     return (async () => {
       // A controller: a skipped request is not a success. Busy answers the conflict status, Redis failing 503.
-      const handle = await engine.acquireOrSkipChecked(keys, spec.options, true);
+      const handle = await acquireFor(engine, spec, keys, true);
       if (!handle) throw skippedRequest(spec, keys);
       deferred.handle = handle;
-      return engine.runWithHandle(handle, () => original.apply(self, args));
+      return runUnder(engine, handle, () => original.apply(self, args));
     })();
   }
   if (spec.returnsObservable) {
     return defer(() =>
       engine.runInOwnerScope(() =>
-        from(engine.acquireOrSkipChecked(keys, spec.options)).pipe(
+        from(acquireFor(engine, spec, keys)).pipe(
           mergeMap((handle) =>
             !handle
               ? of(undefined)
-              : (engine.runWithHandle(handle, () => original.apply(self, args)) as Observable<unknown>).pipe(
+              : (runUnder(engine, handle, () => original.apply(self, args)) as Observable<unknown>).pipe(
               finalize(() => settleInBackground(runtime, spec, handle)),
             ),
           ),
@@ -89,12 +90,12 @@ export function invokeLocked(spec: LockedMethodSpec, wrapper: AnyMethod, origina
     );
   }
   return engine.runInOwnerScope(async () => {
-    const handle = await engine.acquireOrSkipChecked(keys, spec.options);
+    const handle = await acquireFor(engine, spec, keys);
     // `ifLocked: 'skip'` and the lock busy (or Redis unavailable): the method is not run.
     if (!handle) return undefined;
     let result: unknown;
     try {
-      result = await engine.runWithHandle(handle, () => original.apply(self, args));
+      result = await runUnder(engine, handle, () => original.apply(self, args));
     } catch (err) {
       await settle(runtime, spec, handle, false);
       throw err;
@@ -112,7 +113,7 @@ export function invokeLocked(spec: LockedMethodSpec, wrapper: AnyMethod, origina
  * Releases `handle` (never rejects for the release itself) and applies `onLockLost` if the lock was lost while
  * the method ran: rejects with the `LockLostError` for `'throw'`.
  */
-async function settle(runtime: LockRuntime, spec: LockedMethodSpec, handle: LockHandle, applyLost = true): Promise<void> {
+async function settle(runtime: LockRuntime, spec: LockedMethodSpec, handle: HeldByMethod, applyLost = true): Promise<void> {
   // The signal of a lock handle is only ever aborted with a LockLostError.
   const lost = handle.signal.aborted ? (handle.signal.reason as Error) : undefined;
   await handle.release().catch((err: unknown) => {
@@ -127,8 +128,20 @@ async function settle(runtime: LockRuntime, spec: LockedMethodSpec, handle: Lock
 }
 
 /** `settle` from a teardown, where nothing can be thrown: a lost lock is logged even with `onLockLost: 'throw'`. */
-export function settleInBackground(runtime: LockRuntime, spec: LockedMethodSpec, handle: LockHandle): void {
+export function settleInBackground(runtime: LockRuntime, spec: LockedMethodSpec, handle: HeldByMethod): void {
   settle(runtime, spec, handle).catch((err: unknown) => runtime.warn(`${spec.method}: ${describe(err)}`));
+}
+
+/** The method's lock, or its permit for `@Semaphore` (one key); `null` when skipped (`ifLocked: 'skip'`). */
+function acquireFor(engine: LockEngine, spec: LockedMethodSpec, keys: readonly string[], failWhenUnavailable = false): Promise<HeldByMethod | null> {
+  if (spec.permitLimit === undefined) return engine.acquireOrSkipChecked(keys, spec.options, failWhenUnavailable);
+  const { leaseMs, autoExtend, waitTimeoutMs, fair } = spec.options;
+  return engine.acquirePermit(keys[0], { limit: spec.permitLimit, leaseMs, autoExtend, waitTimeoutMs, fair });
+}
+
+/** Runs `fn` with a lock as the current one; a permit is not a lock (nested locks start their own owner context). */
+function runUnder<T>(engine: LockEngine, held: HeldByMethod, fn: () => T): T {
+  return 'limit' in held ? fn() : engine.runWithHandle(held as LockHandle, fn);
 }
 
 /** The conflict a controller answers for a request skipped because the lock was busy (`ifLocked: 'skip'`). */

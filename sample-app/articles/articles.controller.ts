@@ -1,5 +1,5 @@
 import { BadRequestException, Body, Controller, Get, HttpCode, Param, Post, Put } from '@nestjs/common';
-import { ReadLocked, WriteLocked } from '../../lib/index.js';
+import { ReadLocked, Semaphore, WriteLocked } from '../../lib/index.js';
 import type { Article, UpdateArticleDto } from './article.dto.js';
 import { ArticlesService } from './articles.service.js';
 
@@ -33,6 +33,23 @@ export class ArticlesController {
   @WriteLocked('article:<id>')
   async like(@Param('id') id: string): Promise<{ likes: number }> {
     return { likes: await this.articles.like(id) };
+  }
+
+  /**
+   * Renders an article for download: heavy (~200 ms of work here), so at most 2 run at once across every instance
+   * of the app (one semaphore for all articles). Others wait their turn, up to 30 s, then 409.
+   */
+  @Post(':id/export')
+  @HttpCode(200)
+  @Semaphore('article-exports', { limit: 2, waitTimeoutMs: 30_000 })
+  exportArticle(@Param('id') id: string): Promise<{ id: string; running: number }> {
+    return this.articles.exportArticle(id);
+  }
+
+  /** How many exports ran at most at once, and how many ran in all (what the semaphore bounds). */
+  @Get('exports/stats')
+  exportStats(): Promise<{ maxRunning: number; done: number }> {
+    return this.articles.exportStats();
   }
 
   /** The same without any lock, to show lost updates. Not something to copy. */

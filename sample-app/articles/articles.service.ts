@@ -88,6 +88,30 @@ export class ArticlesService {
     return this.incrementLikes(id);
   }
 
+  /**
+   * An export (~200 ms of work), counted in Redis while it runs: `articles:exports:running` now,
+   * `articles:exports:max` the most at once, `articles:exports:done` in all. Called under the export semaphore.
+   */
+  async exportArticle(id: string): Promise<{ id: string; running: number }> {
+    const running = (await this.redis.eval(
+      "local n = redis.call('INCR', KEYS[1]) if n > tonumber(redis.call('GET', KEYS[2]) or '0') then redis.call('SET', KEYS[2], n) end return n",
+      2,
+      'articles:exports:running',
+      'articles:exports:max',
+    )) as number;
+    try {
+      await pause(200);
+    } finally {
+      await this.redis.multi().decr('articles:exports:running').incr('articles:exports:done').exec();
+    }
+    return { id, running };
+  }
+
+  async exportStats(): Promise<{ maxRunning: number; done: number }> {
+    const [max, done] = await this.redis.mget('articles:exports:max', 'articles:exports:done');
+    return { maxRunning: Number(max ?? 0), done: Number(done ?? 0) };
+  }
+
   /** The same read-modify-write with no lock at all: loses updates under concurrency (for the demonstration). */
   async likeUnlocked(id: string): Promise<number> {
     return this.incrementLikes(id);

@@ -4,6 +4,7 @@ import type { ChildProcess } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { freePort, startRedisServer } from '../../tools/redis-server.mjs';
 import type { RedisServerProcess } from '../../tools/redis-server.mjs';
@@ -164,6 +165,25 @@ describe(`sample app: ${INSTANCES} processes, one Redis`, () => {
     const final = Number(await redis!.get('articles:2:likes'));
     expect(final).toBeGreaterThan(0);
     expect(final).toBeLessThan(REQUESTS);
+  }, 30_000);
+
+  it('runs at most 2 exports at once over all processes (@Semaphore, limit 2), and every one of them', async () => {
+    const count = 12;
+    const started = performance.now();
+    const answers = await Promise.all(
+      Array.from({ length: count }, async (_, i) => {
+        const res = await fetch(`${instances[i % instances.length].url}/articles/${i}/export`, { method: 'POST' });
+        return { status: res.status, body: (await res.json()) as { running: number } };
+      }),
+    );
+    const elapsed = performance.now() - started;
+    expect(answers.filter((a) => a.status !== 200)).toEqual([]);
+    const stats = (await (await fetch(`${instances[0].url}/articles/exports/stats`)).json()) as { maxRunning: number; done: number };
+    // Two at once, never three; all twelve ran; so at least six rounds of ~200 ms.
+    expect(stats).toEqual({ maxRunning: 2, done: count });
+    expect(Math.max(...answers.map((a) => a.body.running))).toBe(2);
+    expect(elapsed).toBeGreaterThanOrEqual((count / 2) * 200 - 50);
+    expect(await redis!.keys('lock:{article-exports}*')).toEqual([]);
   }, 30_000);
 
   it('runs the @Cron digest job (every 10 s) once per fire over all processes', async () => {
