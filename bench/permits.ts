@@ -135,19 +135,30 @@ async function commandsPerAcquisition(url: string, admin: Redis): Promise<number
 const server = await startRedisServer();
 const admin = new Redis(server.url);
 try {
-  const make = [() => library(server.url), () => peer(server.url), () => peer(server.url, 1), () => bare(server.url)];
-  const rows: Record<string, unknown>[] = [];
-  for (const m of make) {
-    const c = m();
-    await uncontended(c, 1, 300); // warm-up
-    const one = await uncontended(c, 1, 3_000);
-    const twenty = await uncontended(c, 20, 3_000);
-    const cont = await contended(c, `c:${rows.length}`, 25);
-    rows.push({ contender: c.label, 'uncontended 1 w /s': Math.round(one), 'uncontended 20 w /s': Math.round(twenty), 'handoff p50 ms': +cont.p50.toFixed(2), 'handoff p99 ms': +cont.p99.toFixed(2), 'drain / ideal': +(cont.drainMs / cont.idealMs).toFixed(2) });
-    await c.close();
+  const contenders = [library(server.url), peer(server.url), peer(server.url, 1), bare(server.url)];
+  // Uncontended: every contender warmed up, then 10 rounds of 0.4 s slices in alternating order (a drift of the
+  // machine's load over the run hits them all alike); rates are medians over the rounds.
+  for (const c of contenders) await uncontended(c, 1, 300);
+  const one = contenders.map(() => [] as number[]);
+  const twenty = contenders.map(() => [] as number[]);
+  for (let round = 0; round < 10; round++) {
+    const order = round % 2 ? [...contenders.keys()].reverse() : [...contenders.keys()];
+    for (const i of order) {
+      one[i].push(await uncontended(contenders[i], 1, 400));
+      twenty[i].push(await uncontended(contenders[i], 20, 400));
+    }
   }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  const rows: Record<string, unknown>[] = [];
+  for (const [i, c] of contenders.entries()) {
+    const cont = await contended(c, `c:${i}`, 25);
+    rows.push({ contender: c.label, 'uncontended 1 w /s': Math.round(median(one[i])), 'uncontended 20 w /s': Math.round(median(twenty[i])), 'handoff p50 ms': +cont.p50.toFixed(2), 'handoff p99 ms': +cont.p99.toFixed(2), 'drain / ideal': +(cont.drainMs / cont.idealMs).toFixed(2) });
+  }
+  for (const c of contenders) await c.close();
   const floor = rows[rows.length - 1];
+  const peerRow = rows[1];
   for (const r of rows) {
+    r['1 w x redis-semaphore'] = +((r['uncontended 1 w /s'] as number) / (peerRow['uncontended 1 w /s'] as number)).toFixed(2);
     r['1 w x floor'] = +((r['uncontended 1 w /s'] as number) / (floor['uncontended 1 w /s'] as number)).toFixed(2);
     r['20 w x floor'] = +((r['uncontended 20 w /s'] as number) / (floor['uncontended 20 w /s'] as number)).toFixed(2);
   }

@@ -116,16 +116,38 @@ end
  */
 export const PERMIT_ACQUIRE = luaScript(
   'permit-acquire',
-  PRELUDE +
-    `
+  `
 local token, flags, lease, seq, info, waiter = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6]
-local fair = string.find(flags, 'f', 2, true) ~= nil
-local K = permitKeys(KEYS)
-local st = redis.call('HMGET', K.state, 'n', 'pf', 'f', 'h:' .. token)
+local st = redis.call('HMGET', KEYS[1], 'n', 'pf', 'f', 'h:' .. token)
 if not st[1] and st[3] then return {-1, 0, 0, 0} end
 local limit = tonumber(st[1] or ARGV[7])
 if st[4] then return {1, tonumber(string.match(st[4], '^%d+|%d+|(%d+)|')), 1, limit} end
-local now, nowus = clock()
+local t = redis.call('TIME')
+local now, nowus = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), tonumber(t[1]) * 1000000 + tonumber(t[2])
+
+-- Fast path, ahead of the prelude's helpers so that it does not pay for defining them: nobody waits (KEYS[3]
+-- waiters, [5] fair queue), no permit's lease ran out (the first lease, KEYS[2], still runs), a permit is free.
+if redis.call('EXISTS', KEYS[3], KEYS[5]) == 0 then
+  local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+  local used = first[2] and redis.call('ZCARD', KEYS[2]) or 0
+  if (not first[2] or tonumber(first[2]) > now) and used < limit then
+    local fence = nowus
+    if tonumber(st[2] or '0') >= fence then fence = tonumber(st[2]) + 1 end
+    local f = string.format('%.0f', fence)
+    local e = now + lease
+    redis.call('HSET', KEYS[1], 'h:' .. token, '1|' .. seq .. '|' .. f .. '|' .. now .. '|' .. info, 'pf', f, 'n', limit)
+    redis.call('ZADD', KEYS[2], e, token)
+    -- A key that existed has an expiry (the scripts always set one): only ever moved later. A new one gets it.
+    if used > 0 then redis.call('PEXPIREAT', KEYS[2], e, 'GT') else redis.call('PEXPIREAT', KEYS[2], e) end
+    if st[1] then redis.call('PEXPIREAT', KEYS[1], e, 'GT') else redis.call('PEXPIREAT', KEYS[1], e) end
+    return {1, fence, 0, limit}
+  end
+end
+` +
+    PRELUDE +
+    `
+local fair = string.find(flags, 'f', 2, true) ~= nil
+local K = permitKeys(KEYS)
 purge(K, now)
 local used = redis.call('ZCARD', K.leases)
 local member = waiter ~= '' and ('w:' .. waiter) or ''
@@ -191,19 +213,19 @@ return {0, math.max(untilMs - now, 0), blocked, limit}
  */
 export const PERMIT_RELEASE = luaScript(
   'permit-release',
-  PRELUDE +
-    `
-local K = permitKeys(KEYS)
-local field = 'h:' .. ARGV[1]
-if redis.call('HEXISTS', K.state, field) == 0 then return 0 end
-redis.call('HDEL', K.state, field)
-redis.call('ZREM', K.leases, ARGV[1])
-if redis.call('EXISTS', K.waiters, K.queue) == 0 then
-  -- Nobody waits: the semaphore goes with its last permit (unless SET_LIMIT keeps it); else the keys keep their
-  -- expiry, at least the longest lease left.
-  if redis.call('ZCARD', K.leases) == 0 and redis.call('HEXISTS', K.state, 'k') == 0 then redis.call('DEL', K.state, K.leases) end
+  `
+if redis.call('HDEL', KEYS[1], 'h:' .. ARGV[1]) == 0 then return 0 end
+redis.call('ZREM', KEYS[2], ARGV[1])
+-- Fast path, ahead of the prelude's helpers: nobody waits (KEYS[3] waiters, [5] fair queue). The semaphore goes with
+-- its last permit (unless SET_LIMIT keeps it); else the keys keep their expiry, at least the longest lease left.
+if redis.call('EXISTS', KEYS[3], KEYS[5]) == 0 then
+  if redis.call('ZCARD', KEYS[2]) == 0 and redis.call('HEXISTS', KEYS[1], 'k') == 0 then redis.call('DEL', KEYS[1], KEYS[2]) end
   return 2
 end
+` +
+    PRELUDE +
+    `
+local K = permitKeys(KEYS)
 local now = clock()
 purge(K, now)
 wake(K, now)
