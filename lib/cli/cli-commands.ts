@@ -1,4 +1,5 @@
 import { createInterface } from 'node:readline/promises';
+import { LOCK_KIND } from '../observability/board-kinds.js';
 import { validateLockKey } from '../redis/key-layout.js';
 import type { CliOptions } from './cli-args.js';
 import { UsageError } from './cli-args.js';
@@ -85,13 +86,14 @@ async function release(options: CliOptions, session: CliSession, io: CliIo): Pro
       return 0;
     }
     const holders = entry.holders.map((h) => `${h.mode} by ${printable(h.owner)} on ${printable(h.host)} pid ${h.pid} for ${duration(h.heldMs)}`).join('; ');
-    const answer = await ask(`Force release lock "${printable(key)}" (${holders})? Its holders lose it at their next renewal. Type yes to confirm: `);
+    const answer = await ask(`Force release ${entry.kind} "${printable(key)}" (${holders})? Its holders lose it at their next renewal. Type yes to confirm: `);
     if (answer.trim().toLowerCase() !== 'yes') {
       io.err('cancelled: nothing released');
       return 1;
     }
   }
-  const released = await session.engine.forceRelease(key);
+  // A lock, or every permit of a semaphore.
+  const released = await LOCK_KIND.forceRelease(key, session.engine);
   io.out(options.json ? JSON.stringify({ key, released }) : released ? `released "${printable(key)}"` : `${printable(key)}: was not held, nothing released`);
   return 0;
 }

@@ -1,12 +1,14 @@
 import { performance } from 'node:perf_hooks';
 import type { LockEngine } from '../locking/lock-engine.js';
 import { lockKeys } from '../redis/key-layout.js';
+import { LockConfigError } from '../errors/lock-config.error.js';
 import type { LockInfo } from '../types/lock.types.js';
+import type { PermitInfo } from '../types/permit.types.js';
 import type { BoardEntry, BoardHolder, WaitAgeSource } from './board-snapshot.types.js';
 import { bounded } from './key-scan.js';
 
 /** What the board and the CLI need of a lock engine (internal members included). */
-export type BoardEngine = Pick<LockEngine, 'settings' | 'inspect' | 'forceRelease' | 'scanConnections' | 'waitRecords'>;
+export type BoardEngine = Pick<LockEngine, 'settings' | 'inspect' | 'forceRelease' | 'inspectPermits' | 'forceReleasePermits' | 'scanConnections' | 'waitRecords'>;
 
 /** What a kind's `read` is given besides the keys. */
 export interface BoardReadContext {
@@ -43,7 +45,11 @@ export interface BoardKind {
 /** How many `inspect` calls a read keeps in flight at once. */
 const READ_CONCURRENCY = 64;
 
-/** Locks: the state hash `<prefix>{<key>}` (other names of a lock end with `:<suffix>`). */
+/**
+ * Locks and semaphores: the state hash `<prefix>{<key>}` (other names end with `:<suffix>`), which a lock and a
+ * semaphore name alike (they never share a key). Each key is read as a lock; a semaphore's answers that it is one
+ * (`LockConfigError` on option `key`) and is read as a semaphore.
+ */
 export const LOCK_KIND: BoardKind = {
   name: 'lock',
   nameSuffix: '}',
@@ -51,7 +57,13 @@ export const LOCK_KIND: BoardKind = {
     return name.length > 2 && name.startsWith('{') && name.endsWith('}') ? name.slice(1, -1) : undefined;
   },
   async read(keys, context) {
-    const infos = await mapLimited(keys, READ_CONCURRENCY, (key) => context.engine.inspect(key));
+    const infos = await mapLimited(keys, READ_CONCURRENCY, (key) =>
+      context.engine.inspect(key).catch(async (err: unknown) => {
+        if (!(err instanceof LockConfigError && err.option === 'key')) throw err;
+        const permits = await context.engine.inspectPermits(key);
+        return permits && lockInfoOfPermits(permits);
+      }),
+    );
     const ownWaits = oldestOwnWaits(context.engine);
     const fairAges = await fairQueueAges(
       context,
@@ -59,10 +71,21 @@ export const LOCK_KIND: BoardKind = {
     );
     return infos.map((info) => (info ? lockEntry(info, context, fairAges.get(info.key), ownWaits.get(info.key)) : null));
   },
-  forceRelease(key, engine) {
-    return engine.forceRelease(key);
+  async forceRelease(key, engine) {
+    try {
+      return await engine.forceRelease(key);
+    } catch (err) {
+      if (!(err instanceof LockConfigError && err.option === 'key')) throw err;
+      // A semaphore: every permit (one holder's would need its secret token, which the board never sees).
+      return (await engine.forceReleasePermits(key)) > 0;
+    }
   },
 };
+
+/** A semaphore as a row: mode `permits u/n`, every holder a writer of its own permit. */
+function lockInfoOfPermits(p: PermitInfo): LockInfo & { readonly permits: string } {
+  return { key: p.key, mode: 'write', holders: p.holders, waiting: p.waiting, waitingWriters: p.waiting, waitingReaders: 0, fencingToken: p.fencingToken, permits: `${p.used}/${p.limit}` };
+}
 
 /** The kinds the board and the CLI list, in the order a scanned name is offered to them. */
 export const BOARD_KINDS: readonly BoardKind[] = [LOCK_KIND];
@@ -86,10 +109,11 @@ function lockEntry(info: LockInfo, context: BoardReadContext, fairAgeMs: number 
   if (fairAgeMs !== undefined) [oldestWaitMs, oldestWaitSource] = [Math.round(fairAgeMs), 'fair-queue'];
   if (ownAgeMs !== undefined && (oldestWaitMs === null || ownAgeMs > oldestWaitMs)) [oldestWaitMs, oldestWaitSource] = [Math.round(ownAgeMs), 'this-process'];
   const { holdWarningMs, waitWarningMs } = context;
+  const permits = (info as { readonly permits?: string }).permits;
   return {
-    kind: 'lock',
+    kind: permits ? 'semaphore' : 'lock',
     key: info.key,
-    mode: info.mode,
+    mode: permits ? `permits ${permits}` : info.mode,
     holders,
     waiting: info.waiting,
     waitingWriters: info.waitingWriters,
