@@ -1,3 +1,4 @@
+import { LockConfigError } from '../errors/lock-config.error.js';
 import type { RedisConnectionInput } from '../redis/connection.js';
 import type { BoundedLockStore } from '../redis/bounded-lock-store.js';
 import type { ConnectionStateChange, LockStore, LockStoreFactory } from '../redis/lock-store.js';
@@ -51,7 +52,14 @@ export function assembleEngine(
   const keeper = new HoldKeeper(store, events, logger, leftovers, settings.commandTimeoutMs);
   const room = new WaitingRoom(store, instanceId);
   const acquirer = new Acquirer(store, keeper, room, events, logger, instanceId, hooks.closing, leftovers, settings.commandTimeoutMs);
-  const alarm = new LockAlarm(settings, opened.identity, keeper, room, hooks.inspect, (event) => {
+  // The wait alarm names the holders of a semaphore too (its key answers `inspect` that it is one).
+  const inspectAny = (key: string): Promise<LockInfo | null> =>
+    hooks.inspect(key).catch(async (err: unknown) => {
+      if (!(err instanceof LockConfigError && err.option === 'key')) throw err;
+      const p = await permits.inspect(key);
+      return p && { key, mode: 'write', holders: p.holders, waiting: p.waiting, waitingWriters: p.waiting, waitingReaders: 0, fencingToken: p.fencingToken };
+    });
+  const alarm = new LockAlarm(settings, opened.identity, keeper, room, inspectAny, (event) => {
     logger.warn(describeHeldTooLong(event));
     events.emit('held-too-long', event);
   });
