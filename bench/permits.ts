@@ -132,8 +132,36 @@ async function commandsPerAcquisition(url: string, admin: Redis): Promise<number
   return wire / acquisitions;
 }
 
+/** `--scale`: 10,000 permits (one per key, limit 3) held by one process at a 3 s lease for 60 s: how many were lost. */
+async function scale(url: string): Promise<void> {
+  const engine = new LockEngine({ redis: url, keyPrefix: 'bench-scale:', holdWarningMs: 0 });
+  let lost = 0;
+  engine.on('lost', () => lost++);
+  const started = performance.now();
+  const permits = [];
+  for (let i = 0; i < 10_000; i += 500) {
+    permits.push(...(await Promise.all(Array.from({ length: 500 }, (_, j) => engine.acquirePermit(`s:${i + j}`, { limit: 3, leaseMs: 3_000 })))));
+  }
+  const acquiredMs = performance.now() - started;
+  const holdMs = Number(process.env.SCALE_HOLD_MS ?? 60_000);
+  await sleep(holdMs);
+  const held = permits.filter((p) => p.isHeld).length;
+  const results = await Promise.all(permits.map((p) => p.release()));
+  console.log(`scale: ${permits.length} permits acquired in ${Math.round(acquiredMs)} ms, held ${holdMs / 1000} s at a 3 s lease: ${held} still held, ${lost} lost events, ${results.filter(Boolean).length} released as held`);
+  await engine.close();
+}
+
 const server = await startRedisServer();
 const admin = new Redis(server.url);
+if (process.argv.includes('--scale')) {
+  try {
+    await scale(server.url);
+  } finally {
+    await admin.quit();
+    await server.stop();
+  }
+  process.exit(0);
+}
 try {
   const contenders = [library(server.url), peer(server.url), peer(server.url, 1), bare(server.url)];
   // Uncontended: every contender warmed up, then 10 rounds of 0.4 s slices in alternating order (a drift of the

@@ -230,6 +230,37 @@ describe('on a real 3-master Redis Cluster', () => {
     for (const [port, calls] of after.publish) expect(calls - before.publish.get(port)!).toBe(0);
   });
 
+  maybe(`semaphores on every master: at most limit holders, a release wakes a waiter by SPUBLISH on the semaphore's master, permits renewed past their lease${skipped}`, async () => {
+    const c = cluster!;
+    const prefix = uniquePrefix('cluster-permits');
+    const a = engine(c, prefix);
+    const b = engine(c, prefix);
+    const keys = await keyPerMaster(c, prefix);
+    const before = await c.callsPerNode(/^spublish$/);
+    for (const { key, master } of keys) {
+      // Short leases renewed by the watchdog (per node, with the locks' RENEW_MANY), held past several of them.
+      const held = [await a.acquirePermit(key, { limit: 2, leaseMs: 600 }), await b.acquirePermit(key, { limit: 2, leaseMs: 600 })];
+      expect(await a.tryAcquirePermit(key, { limit: 2 })).toBeNull();
+      const waiting = track(b.acquirePermit(key, { limit: 2, waitTimeoutMs: 30_000, leaseMs: 600 }));
+      await until(async () => ((await a.inspectPermits(key))?.waiting ?? 0) === 1, 5_000, 'the waiter to register');
+      await sleep(1_500);
+      expect(held.every((p) => p.isHeld)).toBe(true);
+      expect((await a.inspectPermits(key))?.used).toBe(2);
+      // The waiter's own retry would come at the first lease's end: the wake-up hands the permit over first.
+      const releasedAt = performance.now();
+      await held[0].release();
+      await until(() => waiting.settled, 10_000, 'the waiter to be woken');
+      expect(performance.now() - releasedAt).toBeLessThan(500);
+      const got = await waiting.promise;
+      expect(got.fencingToken).toBeGreaterThan(held[1].fencingToken);
+      expect(before.has(master.port)).toBe(true);
+      await got.release();
+      await held[1].release();
+    }
+    const after = await c.callsPerNode(/^spublish$/);
+    for (const { master } of keys) expect(after.get(master.port)! - before.get(master.port)!).toBeGreaterThan(0);
+  });
+
   maybe(`on Cluster clients with ioredis' own keyPrefix, the keys get that prefix and a release still wakes the waiter${skipped}`, async () => {
     const c = cluster!;
     const prefix = uniquePrefix('cluster-kp');

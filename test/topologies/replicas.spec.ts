@@ -79,6 +79,21 @@ describe('waitForReplicas (a master and one replica)', () => {
     expect(await keysUnder(replicaAdmin, a.settings.keyPrefix)).toEqual([]);
   });
 
+  it('grants a permit once the replica has it, and refuses one the replica did not confirm (undone on the master)', async () => {
+    const a = engine();
+    const permit = await a.acquirePermit('export:1', { limit: 1 });
+    expect(await keysUnder(replicaAdmin, a.settings.keyPrefix)).not.toEqual([]);
+    await permit.release();
+    await caughtUp();
+    await holdBack(1_500);
+    const err = await a.acquirePermit('export:2', { limit: 1 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(LockUnavailableError);
+    expect(err).toMatchObject({ reason: 'not-replicated', key: 'export:2' });
+    await until(async () => (await keysUnder(admin, a.settings.keyPrefix)).length === 0, 2_000, 'the refused permit to be undone');
+    await sleep(1_600);
+    await caughtUp();
+  });
+
   it('refuses a re-entry the replica did not confirm, and keeps the outer hold', async () => {
     const a = engine();
     let outerHandle: { readonly isHeld: boolean } | undefined;
