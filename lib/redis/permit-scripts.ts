@@ -15,9 +15,10 @@ import { luaScript, sharded } from './lua-scripts.js';
  *   KEYS[6] deadlines zset fair waiter 'w:<id>' -> registration expiry (ms)
  *
  * A semaphore's state has no `f` field and a lock's always has one (and never `n`): that is how each kind tells the
- * other apart. The watchdog's RENEW_MANY and EXTEND of `lua-scripts.ts` serve permits as they are (a permit is a
- * lease in the leases set, and the state lives at least as long as its longest lease); INSPECT's reply is decoded
- * by `permit-codec.ts`.
+ * other apart. A permit is held exactly while its token has a running lease in the leases set: the state may outlive
+ * every lease (a stored limit, waiters), so a holder record without its lease is a permit that ran out, never the
+ * lock's single-holder form. Hence renewals and extensions of their own (PERMIT_RENEW_MANY, PERMIT_EXTEND), which
+ * never bring such a permit back; INSPECT's reply is decoded by `permit-codec.ts`.
  *
  * The stored limit `n` is written by the first grant and applies to every later caller until the semaphore is idle
  * (no holder, no waiter) and its state is gone, or until SET_LIMIT changes it (which keeps it for a day, idle or not).
@@ -294,14 +295,74 @@ return out
 );
 
 /**
+ * The watchdog's renewal of many permits in one call. KEYS: state and leases of each permit, in pairs (one slot per
+ * call on a Cluster). ARGV: token and leaseMs of each, in pairs. Returns one entry per permit: 1 renewed, 0 not held.
+ * A permit whose lease ran out (or that Redis no longer has in its leases set, e.g. a leases set that expired early)
+ * is not held: it is never renewed back into existence, and what is left of it (its record, a dead lease) is dropped.
+ */
+export const PERMIT_RENEW_MANY = luaScript(
+  'permit-renew-many',
+  `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local out = {}
+for i = 1, #ARGV / 2 do
+  local state, leases = KEYS[2 * i - 1], KEYS[2 * i]
+  local token, lease = ARGV[2 * i - 1], tonumber(ARGV[2 * i])
+  local s = redis.call('ZSCORE', leases, token)
+  if s and tonumber(s) > now then
+    local e = now + lease
+    if e > tonumber(s) then
+      redis.call('ZADD', leases, e, token)
+      redis.call('PEXPIREAT', state, e, 'GT')
+      redis.call('PEXPIREAT', leases, e, 'GT')
+    end
+    out[i] = 1
+  else
+    if s then redis.call('ZREM', leases, token) end
+    redis.call('HDEL', state, 'h:' .. token)
+    out[i] = 0
+  end
+end
+return out
+`,
+);
+
+/**
+ * Set a permit's lease to run `ms` from now (may shorten it). ARGV: 1 token, 2 ms. Returns 1, or 0 when the token holds
+ * no running lease here (then, as in PERMIT_RENEW_MANY, what is left of it is dropped). The keys keep the expiry
+ * `settle` gives them (a stored limit and waiters keep the state).
+ */
+export const PERMIT_EXTEND = luaScript(
+  'permit-extend',
+  PRELUDE +
+    `
+local K = permitKeys(KEYS)
+local now = clock()
+local s = redis.call('ZSCORE', K.leases, ARGV[1])
+if not s or tonumber(s) <= now then
+  if s then redis.call('ZREM', K.leases, ARGV[1]) end
+  redis.call('HDEL', K.state, 'h:' .. ARGV[1])
+  return 0
+end
+redis.call('ZADD', K.leases, now + tonumber(ARGV[2]), ARGV[1])
+settle(K, now)
+return 1
+`,
+);
+
+/**
  * Administrative release: frees one holder's permit (ARGV[1] its token) or every permit (ARGV[1] ''), whoever holds
- * them, and wakes waiters for them. Returns how many live permits were freed.
+ * them, and wakes waiters for them. Returns how many live permits were freed, or -1 when a lock lives under this key
+ * (nothing changed).
  */
 export const PERMIT_FORCE_RELEASE = luaScript(
   'permit-force-release',
   PRELUDE +
     `
 local K = permitKeys(KEYS)
+local st = redis.call('HMGET', K.state, 'n', 'f')
+if not st[1] and st[2] then return -1 end
 local now = clock()
 local freed = 0
 if ARGV[1] ~= '' then
@@ -344,7 +405,16 @@ return tonumber(st[1] or '0')
 );
 
 /** Every semaphore script (the SHA → source lookup adds their Cluster variants). */
-export const PERMIT_SCRIPTS: readonly LuaScript[] = [PERMIT_ACQUIRE, PERMIT_RELEASE, PERMIT_CANCEL_WAIT, PERMIT_KEEP_WAITING, PERMIT_FORCE_RELEASE, PERMIT_SET_LIMIT];
+export const PERMIT_SCRIPTS: readonly LuaScript[] = [
+  PERMIT_ACQUIRE,
+  PERMIT_RELEASE,
+  PERMIT_RENEW_MANY,
+  PERMIT_EXTEND,
+  PERMIT_CANCEL_WAIT,
+  PERMIT_KEEP_WAITING,
+  PERMIT_FORCE_RELEASE,
+  PERMIT_SET_LIMIT,
+];
 
 /** The semaphore scripts and their Cluster (SPUBLISH) variants. */
 export const PERMIT_SCRIPT_VARIANTS: readonly LuaScript[] = PERMIT_SCRIPTS.flatMap((s) => {

@@ -21,7 +21,16 @@ import type {
 } from './lock-store.js';
 import { INSPECT } from './lua-scripts.js';
 import { permitArgs, permitInspectReply, permitReply } from './permit-codec.js';
-import { PERMIT_ACQUIRE, PERMIT_CANCEL_WAIT, PERMIT_FORCE_RELEASE, PERMIT_KEEP_WAITING, PERMIT_RELEASE, PERMIT_SET_LIMIT } from './permit-scripts.js';
+import {
+  PERMIT_ACQUIRE,
+  PERMIT_CANCEL_WAIT,
+  PERMIT_EXTEND,
+  PERMIT_FORCE_RELEASE,
+  PERMIT_KEEP_WAITING,
+  PERMIT_RELEASE,
+  PERMIT_RENEW_MANY,
+  PERMIT_SET_LIMIT,
+} from './permit-scripts.js';
 import type { PermitRef, PermitStore } from './permit-store.js';
 import type { RedisLockStore } from './redis-lock-store.js';
 import { slotOf } from './sharded-channels.js';
@@ -34,8 +43,9 @@ type PermitKeys = LockKeys & PermitRef;
 /**
  * Semaphores on the Redis of a `RedisLockStore` (standalone, Sentinel or Cluster): its connections, its script
  * gateway (SHA, Cluster variants, `waitForReplicas`) and its wake-up subscriptions. A semaphore uses the key names of
- * a lock on the same key (one hash tag: one slot on a Cluster), and its own scripts (`permit-scripts.ts`), except
- * for the watchdog's renewals and `extend`, which are the locks' own (batched with theirs).
+ * a lock on the same key (one hash tag: one slot on a Cluster), and its own scripts (`permit-scripts.ts`), renewals
+ * and `extend` included: the locks' RENEW_MANY and EXTEND take a holder record without a lease for a lock's
+ * single-holder form and renew it, which for a permit would bring back one that ran out.
  */
 export class RedisPermitStore implements PermitStore {
   private readonly refs = new Map<string, PermitKeys>();
@@ -86,13 +96,33 @@ export class RedisPermitStore implements PermitStore {
     return (await this.locks.gateway.run(PERMIT_RELEASE, (lock as PermitKeys).all, [token])) === 2 ? 'ended' : 'not-held';
   }
 
-  /** The locks' RENEW_MANY: a permit's lease is a lease in the leases set, as a lock holder's in full form. */
-  renew(holds: readonly RenewCall[]): Promise<boolean[]> {
-    return this.locks.renew(holds);
+  /**
+   * PERMIT_RENEW_MANY (through the gateway's `write`, as the locks' renewals), per chunk of up to 200 permits; on a
+   * Cluster one call per slot.
+   */
+  async renew(holds: readonly RenewCall[]): Promise<boolean[]> {
+    const all = holds.map((_, i) => i);
+    const cluster = this.locks.commandConnection.isCluster;
+    const groups = cluster ? [...groupBy(all, (i) => slotOf((holds[i].lock as PermitKeys).state)).values()] : chunks(all, RENEW_CHUNK);
+    const out = new Array<boolean>(holds.length).fill(false);
+    await Promise.all(
+      groups.map(async (batch) => {
+        const keys: string[] = [];
+        const args: (string | number)[] = [];
+        for (const i of batch) {
+          const names = holds[i].lock as PermitKeys;
+          keys.push(names.state, names.leases);
+          args.push(holds[i].token, holds[i].leaseMs);
+        }
+        const replies = (await this.locks.gateway.write(PERMIT_RENEW_MANY, keys, args)) as number[];
+        batch.forEach((i, j) => (out[i] = replies[j] === 1));
+      }),
+    );
+    return out;
   }
 
-  extend(lock: LockRef, token: string, ms: number): Promise<boolean> {
-    return this.locks.extend(lock, token, ms);
+  async extend(lock: LockRef, token: string, ms: number): Promise<boolean> {
+    return (await this.locks.gateway.write(PERMIT_EXTEND, (lock as PermitKeys).all, [token, ms])) === 1;
   }
 
   async cancelWait(lock: LockRef, _mode: LockMode, waiterId: string): Promise<void> {
@@ -125,7 +155,9 @@ export class RedisPermitStore implements PermitStore {
   }
 
   async forceReleasePermits(ref: PermitRef, token: string | undefined): Promise<number> {
-    return (await this.locks.gateway.run(PERMIT_FORCE_RELEASE, (ref as PermitKeys).all, [token ?? ''])) as number;
+    const freed = (await this.locks.gateway.run(PERMIT_FORCE_RELEASE, (ref as PermitKeys).all, [token ?? ''])) as number;
+    if (freed === -1) throw kindConflict(ref.key, 'lock');
+    return freed;
   }
 
   async setLimit(ref: PermitRef): Promise<number> {
