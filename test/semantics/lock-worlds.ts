@@ -6,7 +6,10 @@ import type { MemoryLogger } from '../support/lock-test-kit.js';
 import { RedisCluster } from '../support/topologies.js';
 import { RedisProcess } from '../support/faults.js';
 import { Redis } from 'ioredis';
-import { keysUnder } from '../support/redis.js';
+import type { Cluster } from 'ioredis';
+import type { WorkerRedis, WorkerTask } from '../fixtures/worker-protocol.js';
+import { keysUnder, redisUrl } from '../support/redis.js';
+import { WorkerProcess } from '../support/worker-process.js';
 
 /**
  * Where the locks of a semantic test live: the real Redis store, the memory store, the Redis store on a real
@@ -68,6 +71,52 @@ export class LockWorlds {
       return engine;
     }
     return this.kind === 'redis' ? this.kit.engine(all) : this.kit.memoryEngine(this.world, all);
+  }
+
+  /** The key prefix of this test's engines. */
+  get keyPrefix(): string {
+    return this.prefix;
+  }
+
+  /** The keys this test's engines left under their prefix (in the memory world, on Redis, on every master). */
+  async keys(): Promise<string[]> {
+    if (this.kind === 'memory') return this.world.keys(this.prefix);
+    if (this.cluster) return this.cluster.cluster.keysUnder(this.prefix);
+    if (this.masters) return this.masters.keysUnder(this.prefix);
+    const client = this.redis() as Redis;
+    return keysUnder(client, this.prefix);
+  }
+
+  /** Deletes this test's keys (e.g. a limit `setPermitLimit` keeps for a day), so the leftover check passes. */
+  async dropKeys(): Promise<void> {
+    if (this.kind === 'memory') return this.world.clear();
+    const client = this.redis();
+    for (const key of await this.keys()) await client.del(key);
+  }
+
+  /** A plain client on this world's Redis (a `Cluster` client for the cluster kind), closed by `closeAll`. */
+  redis(): Redis | Cluster {
+    if (this.cluster) {
+      const cluster = this.cluster.cluster;
+      const client = cluster.client();
+      this.kit.add(() => cluster.close(client));
+      return client;
+    }
+    if (this.kind !== 'redis') throw new Error(`no single Redis client for the ${this.kind} kind`);
+    return this.kit.redis();
+  }
+
+  /** Where a worker process's engine (test/fixtures/lock-worker.ts) connects to reach this world. */
+  get workerRedis(): WorkerRedis {
+    if (this.cluster) return { cluster: this.cluster.cluster.nodes.map(({ host, port }) => ({ host, port })) };
+    if (this.masters) return this.masters.urls;
+    if (this.kind === 'memory') throw new Error('a memory world lives in this process: no worker can reach it');
+    return redisUrl();
+  }
+
+  /** A worker process (test/fixtures/lock-worker.ts) running `task`; killed by `closeAll` if still running. */
+  worker(task: WorkerTask): WorkerProcess {
+    return WorkerProcess.start(this.kit, task);
   }
 
   async closeAll(): Promise<void> {

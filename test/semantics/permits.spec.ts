@@ -1,0 +1,406 @@
+import { hostname } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { LockConfigError } from '../../lib/errors/lock-config.error.js';
+import { LockLostError } from '../../lib/errors/lock-lost.error.js';
+import { PermitDeadlockError } from '../../lib/errors/permit-deadlock.error.js';
+import type { LockEngine } from '../../lib/locking/lock-engine.js';
+import type { LockInfo } from '../../lib/types/lock.types.js';
+import type { PermitHandle, PermitInfo } from '../../lib/types/permit.types.js';
+import { abortedWithin, redisNames, rejectionOf, sleep, track, until } from '../support/lock-test-kit.js';
+import { LockWorlds, STORE_KINDS } from './lock-worlds.js';
+
+/** Every kind with semaphores: quorum mode has none (see the last block). */
+const PERMIT_KINDS = STORE_KINDS.filter((kind) => kind !== 'quorum');
+
+type Tracked<T> = ReturnType<typeof track<T>>;
+
+/** Starts `acquisition` on `engine` and resolves once its first attempt was refused (its waiter is registered). */
+async function waiting<T>(engine: LockEngine, acquisition: () => Promise<T>): Promise<Tracked<T>> {
+  let contended = false;
+  const off = engine.on('contended', () => (contended = true));
+  const tracked = track(acquisition());
+  await Promise.race([until(() => contended, 10_000, 'the waiter to register'), tracked.promise]);
+  off();
+  return tracked;
+}
+
+/** What inspect reports, without the lease times that run down on their own. */
+function still(info: LockInfo | PermitInfo | null) {
+  return info && { ...info, holders: info.holders.map(({ remainingLeaseMs: _, ...holder }) => holder) };
+}
+
+describe.each(PERMIT_KINDS)('semaphores (%s store)', (kind) => {
+  const worlds = new LockWorlds(kind);
+  afterEach(() => worlds.closeAll());
+  /** Tests that need a second process on the same store: a memory world lives in this process only. */
+  const processIt = kind === 'memory' ? it.skip : it;
+
+  it('at most `limit` hold a permit at once: 12 callers on 3 engines, limit 3; tryAcquirePermit is null when all are taken', async () => {
+    const engines = [worlds.engine(), worlds.engine(), worlds.engine()];
+    let inside = 0;
+    let most = 0;
+    let ran = 0;
+    const run = async () => {
+      most = Math.max(most, ++inside);
+      await sleep(40);
+      inside--;
+      ran++;
+    };
+    await Promise.all(Array.from({ length: 12 }, (_, i) => engines[i % 3].withPermit('k', run, { limit: 3, waitTimeoutMs: 20_000 })));
+    expect(ran).toBe(12);
+    expect(most).toBeLessThanOrEqual(3);
+    expect(most).toBeGreaterThanOrEqual(2);
+    const held = await Promise.all(engines.map((e) => e.acquirePermit('k', { limit: 3 })));
+    expect(await engines[0].tryAcquirePermit('k', { limit: 3 })).toBeNull();
+    expect(await held[1].release()).toBe(true);
+    const again = (await engines[0].tryAcquirePermit('k', { limit: 3 })) as PermitHandle;
+    expect(again.isHeld).toBe(true);
+    for (const permit of [held[0], held[2], again]) expect(await permit.release()).toBe(true);
+    expect(await engines[0].inspectPermits('k')).toBeNull();
+  });
+
+  it('a release wakes as many waiters as it frees, at once (leases of 10 s), and the others keep waiting', async () => {
+    const [a, b, c] = [worlds.engine(), worlds.engine(), worlds.engine()];
+    const options = { limit: 2, leaseMs: 10_000, waitTimeoutMs: 30_000 };
+    const held = [await a.acquirePermit('k', options), await a.acquirePermit('k', options)];
+    const waiters: Tracked<PermitHandle>[] = [];
+    for (const engine of [b, c, b, c]) waiters.push(await waiting(engine, () => engine.acquirePermit('k', options)));
+    const granted = () => waiters.filter((w) => w.settled).length;
+    for (const [i, permit] of held.entries()) {
+      const releasedAt = performance.now();
+      await permit.release();
+      await until(() => granted() > i, 5_000, 'a waiter to get the freed permit');
+      expect(performance.now() - releasedAt).toBeLessThan(500);
+      await sleep(300);
+      expect(granted()).toBe(i + 1);
+      expect(await a.inspectPermits('k')).toMatchObject({ used: 2, waiting: 3 - i });
+    }
+    // The rest: each waiter gives its permit back as soon as it has it, and the last two get theirs.
+    await Promise.all(waiters.map(async (w) => expect(await (await w.promise).release()).toBe(true)));
+    expect(await a.inspectPermits('k')).toBeNull();
+  });
+
+  it.each([1, 2])('fair: true serves waiters in arrival order (limit %i)', async (limit) => {
+    const engines = [worlds.engine(), worlds.engine()];
+    const options = { limit, leaseMs: 10_000, waitTimeoutMs: 30_000, fair: true };
+    const inHand = await Promise.all(Array.from({ length: limit }, () => engines[0].acquirePermit('k', options)));
+    const waiters: Tracked<PermitHandle>[] = [];
+    for (let i = 0; i < 5; i++) waiters.push(await waiting(engines[i % 2], () => engines[i % 2].acquirePermit('k', options)));
+    const served = () => waiters.flatMap((w, i) => (w.settled ? [i] : []));
+    // One permit freed at a time (the oldest first): each time, the next waiter in arrival order gets it.
+    for (let n = 1; n <= waiters.length; n++) {
+      await inHand.shift()?.release();
+      await until(() => served().length >= n, 5_000, `waiter ${n - 1} to be served`);
+      expect(served()).toEqual(Array.from({ length: n }, (_, i) => i));
+      inHand.push(await waiters[n - 1].promise);
+    }
+    for (const permit of inHand) await permit.release();
+  });
+
+  it('fencing tokens strictly increase per key across grants, overlapping or not; inspectPermits reports the latest', async () => {
+    const [a, b] = [worlds.engine(), worlds.engine()];
+    const tokens: number[] = [];
+    const take = async (engine: LockEngine) => {
+      const permit = await engine.acquirePermit('k', { limit: 3 });
+      tokens.push(permit.fencingToken);
+      expect((await a.inspectPermits('k'))?.fencingToken).toBe(permit.fencingToken);
+      return permit;
+    };
+    for (let i = 0; i < 4; i++) await (await take(i % 2 ? a : b)).release();
+    const overlapping = [await take(a), await take(b), await take(a)];
+    const holders = (await b.inspectPermits('k'))?.holders.map((h) => h.fencingToken);
+    expect(holders?.sort()).toEqual(overlapping.map((p) => p.fencingToken).sort());
+    for (const permit of overlapping) await permit.release();
+    await (await take(b)).release();
+    for (let i = 1; i < tokens.length; i++) expect(tokens[i]).toBeGreaterThan(tokens[i - 1]);
+  });
+
+  it('a holder that stops renewing loses its permit at its lease: a waiter gets it, the holder is told', async () => {
+    const [a, b] = [worlds.engine(), worlds.engine()];
+    const lost: string[] = [];
+    a.on('lost', (e) => lost.push(e.key));
+    const askedAt = performance.now();
+    const dead = await a.acquirePermit('k', { limit: 1, leaseMs: 500, autoExtend: false });
+    const waiter = track(b.acquirePermit('k', { limit: 1, waitTimeoutMs: 10_000 }));
+    expect(await abortedWithin(dead.signal, 3_000)).toBeInstanceOf(LockLostError);
+    expect(dead.isHeld).toBe(false);
+    const next = await waiter.promise;
+    expect(waiter.at! - askedAt).toBeGreaterThanOrEqual(500);
+    expect(waiter.at! - askedAt).toBeLessThan(2_500);
+    expect(lost).toEqual(['k']);
+    expect(await dead.release()).toBe(false);
+    expect(await next.release()).toBe(true);
+  });
+
+  it('autoExtend keeps a permit through several leases', async () => {
+    const [a, b] = [worlds.engine(), worlds.engine()];
+    const permit = await a.acquirePermit('k', { limit: 1, leaseMs: 300 });
+    await sleep(1_200);
+    expect(permit.isHeld).toBe(true);
+    expect(permit.signal.aborted).toBe(false);
+    expect(await b.tryAcquirePermit('k', { limit: 1 })).toBeNull();
+    const [holder] = (await b.inspectPermits('k'))?.holders ?? [];
+    expect(holder?.fencingToken).toBe(permit.fencingToken);
+    expect(holder?.remainingLeaseMs).toBeGreaterThan(0);
+    expect(holder?.remainingLeaseMs).toBeLessThanOrEqual(300);
+    expect(await permit.release()).toBe(true);
+  });
+
+  it('the first grant stores the limit, which a caller naming another gets; setPermitLimit lowers it (holders keep theirs) and raises it (waiters get in at once)', async () => {
+    const [a, b, c] = [worlds.engine(), worlds.engine(), worlds.engine()];
+    const two = [await a.acquirePermit('k', { limit: 2 }), await a.acquirePermit('k', { limit: 2 })];
+    expect(await b.tryAcquirePermit('k', { limit: 5 })).toBeNull();
+    const five = await waiting(b, () => b.acquirePermit('k', { limit: 5, waitTimeoutMs: 10_000 }));
+    await two[0].release();
+    const third = await five.promise;
+    expect(third.limit).toBe(2);
+    expect(worlds.logger.lines.filter((line) => line.includes('limit 5 asked, 2 stored'))).toHaveLength(1);
+
+    expect(await c.setPermitLimit('k', 1)).toBe(2);
+    expect([two[1].isHeld, third.isHeld]).toEqual([true, true]);
+    expect(await c.inspectPermits('k')).toMatchObject({ limit: 1, used: 2 });
+    const one = await waiting(c, () => c.acquirePermit('k', { limit: 1, waitTimeoutMs: 10_000 }));
+    await two[1].release();
+    await sleep(500);
+    expect(one.settled).toBe(false); // 1 held, limit 1
+    await third.release();
+    const last = await one.promise;
+    expect(last.limit).toBe(1);
+
+    const more = [await waiting(b, () => b.acquirePermit('k', { limit: 1, waitTimeoutMs: 10_000 }))];
+    more.push(await waiting(c, () => c.acquirePermit('k', { limit: 1, waitTimeoutMs: 10_000 })));
+    const raisedAt = performance.now();
+    expect(await a.setPermitLimit('k', 3)).toBe(1);
+    const granted = await Promise.all(more.map((w) => w.promise));
+    expect(Math.max(...more.map((w) => w.at!)) - raisedAt).toBeLessThan(500);
+    expect(granted.map((p) => p.limit)).toEqual([3, 3]);
+    for (const permit of [last, granted[1]]) await permit.release();
+    await granted[0].extend(200); // the last permit's lease, cut short: it must not take the stored limit with it
+    await granted[0].release();
+    await sleep(400);
+    // setPermitLimit keeps the limit while the semaphore is idle (for a day): dropped here for the leftover check.
+    expect(await a.inspectPermits('k')).toMatchObject({ limit: 3, used: 0, holders: [] });
+    await worlds.dropKeys();
+  });
+
+  it('a nested acquisition that could never be granted rejects at once with PermitDeadlockError; under the limit it is granted', async () => {
+    const a = worlds.engine();
+    await a.withPermit(
+      'one',
+      async () => {
+        const startedAt = performance.now();
+        const nested = await rejectionOf(a.withPermit('one', () => 'never', { limit: 1, waitTimeoutMs: 10_000 }));
+        expect(nested).toBeInstanceOf(PermitDeadlockError);
+        expect(nested).toMatchObject({ key: 'one', limit: 1, held: 1 });
+        expect(await rejectionOf(a.acquirePermit('one', { limit: 1, waitTimeoutMs: 10_000 }))).toBeInstanceOf(PermitDeadlockError);
+        expect(performance.now() - startedAt).toBeLessThan(2_000);
+      },
+      { limit: 1 },
+    );
+    const innerWasGranted = await a.withPermit(
+      'two',
+      (outer) =>
+        a.withPermit(
+          'two',
+          async (inner) => {
+            expect((await a.inspectPermits('two'))?.used).toBe(2);
+            expect(await rejectionOf(a.withPermit('two', () => 0, { limit: 2, waitTimeoutMs: 10_000 }))).toBeInstanceOf(PermitDeadlockError);
+            return inner.isHeld && outer.isHeld && inner.token !== outer.token;
+          },
+          { limit: 2 },
+        ),
+      { limit: 2 },
+    );
+    expect(innerWasGranted).toBe(true);
+    expect(await a.inspectPermits('one')).toBeNull();
+    expect(await a.inspectPermits('two')).toBeNull();
+  });
+
+  it('a lock and a semaphore never share a key: each kind refuses the other with LockConfigError naming the key, changing nothing', async () => {
+    const [a, b] = [worlds.engine(), worlds.engine()];
+    const refused = async (attempt: Promise<unknown>, key: string) => {
+      const err = await rejectionOf(attempt);
+      expect(err).toBeInstanceOf(LockConfigError);
+      expect(err).toMatchObject({ key, message: expect.stringContaining(`"${key}"`) });
+    };
+    const lock = await a.acquire('lock', { mode: 'read' });
+    const lockBefore = still(await a.inspect('lock'));
+    const permit = { limit: 2, waitTimeoutMs: 1_000 };
+    let ran = false;
+    await refused(b.acquirePermit('lock', permit), 'lock');
+    await refused(b.tryAcquirePermit('lock', permit), 'lock');
+    await refused(b.withPermit('lock', () => (ran = true), permit), 'lock');
+    await refused(b.inspectPermits('lock'), 'lock');
+    await refused(b.setPermitLimit('lock', 3), 'lock');
+    await refused(b.forceReleasePermits('lock'), 'lock');
+    expect(still(await b.inspect('lock'))).toEqual(lockBefore);
+
+    const held = await a.acquirePermit('sem', { limit: 2 });
+    const semaphoreBefore = still(await a.inspectPermits('sem'));
+    await refused(b.acquire('sem', { waitTimeoutMs: 1_000 }), 'sem');
+    await refused(b.tryAcquire('sem', { mode: 'read' }), 'sem');
+    await refused(b.withLock('sem', () => (ran = true), { waitTimeoutMs: 1_000 }), 'sem');
+    await refused(b.inspect('sem'), 'sem');
+    expect(still(await b.inspectPermits('sem'))).toEqual(semaphoreBefore);
+    expect([ran, lock.isHeld, held.isHeld]).toEqual([false, true, true]);
+    expect(await lock.release()).toBe(true);
+    expect(await held.release()).toBe(true);
+  });
+
+  it('an invalid limit (0, 1.5, -1, "3", undefined, 100,001) is refused with LockConfigError (option "limit") before anything is written', async () => {
+    const a = worlds.engine();
+    let ran = false;
+    for (const limit of [0, 1.5, -1, '3', undefined, 100_001] as unknown as number[]) {
+      const attempts = [
+        a.acquirePermit('k', { limit }),
+        a.tryAcquirePermit('k', { limit }),
+        a.withPermit('k', () => (ran = true), { limit }),
+        a.setPermitLimit('k', limit),
+      ];
+      for (const attempt of attempts) {
+        const err = await rejectionOf(attempt);
+        expect(err).toBeInstanceOf(LockConfigError);
+        expect(err).toMatchObject({ option: 'limit', key: 'k' });
+      }
+    }
+    expect(ran).toBe(false);
+    expect(await a.inspectPermits('k')).toBeNull();
+    expect(await worlds.keys()).toEqual([]);
+  });
+
+  it('a release racing a renewal in flight never reports the permit lost (30 permits, leaseMs 300, released around renewals)', async () => {
+    const [a, b] = [worlds.engine(), worlds.engine()];
+    const lost: unknown[] = [];
+    for (const engine of [a, b]) engine.on('lost', (e) => lost.push(e));
+    const chain = async (engine: LockEngine, key: string) => {
+      for (let i = 0; i < 10; i++) {
+        const askedAt = performance.now();
+        const permit = await engine.acquirePermit(key, { limit: 2, leaseMs: 300 });
+        // The watchdog sends the first renewal leaseMs / 3 after the acquisition was sent: release a few ms either side.
+        await sleep(Math.max(0, askedAt + 100 + Math.random() * 8 - 4 - performance.now()));
+        expect(await permit.release()).toBe(true);
+        expect(permit.signal.aborted).toBe(false);
+      }
+    };
+    await Promise.all([chain(a, 'k'), chain(b, 'k'), chain(a, 'k2')]);
+    await sleep(300);
+    expect(lost).toEqual([]);
+    expect(await a.inspectPermits('k')).toBeNull();
+  });
+
+  it('a permit taken away in Redis is reported lost at its next renewal and never comes back', async () => {
+    const [a, b] = [worlds.engine(), worlds.engine()];
+    const lost: string[] = [];
+    a.on('lost', (e) => lost.push(e.key));
+    const gone = await a.acquirePermit('k', { limit: 1, leaseMs: 300 });
+    const waiter = await waiting(b, () => b.acquirePermit('k', { limit: 1, waitTimeoutMs: 10_000 }));
+    expect(await b.forceReleasePermits('k', gone.token)).toBe(1);
+    expect(await abortedWithin(gone.signal, 3_000)).toBeInstanceOf(LockLostError);
+    const next = await waiter.promise;
+    await sleep(500); // renewal ticks the lost permit would have had
+    expect((await b.inspectPermits('k'))?.holders.map((h) => h.fencingToken)).toEqual([next.fencingToken]);
+    expect([gone.isHeld, await gone.release(), await next.release()]).toEqual([false, false, true]);
+    expect(lost).toEqual(['k']);
+    if (kind === 'memory') return;
+
+    // Redis drops a lease early (as when its clock jumps ahead) while the semaphore's state lives on (a limit set
+    // with setPermitLimit keeps it): the holder's next renewal finds no lease and must not bring the permit back.
+    await b.setPermitLimit('r', 1);
+    const early = await a.acquirePermit('r', { limit: 1, leaseMs: 300 });
+    await worlds.redis().pexpire(redisNames(worlds.keyPrefix, 'r').leases, 1);
+    expect(await abortedWithin(early.signal, 3_000)).toBeInstanceOf(LockLostError);
+    await sleep(500);
+    expect(await b.inspectPermits('r')).toMatchObject({ used: 0, holders: [] });
+    const taken = await b.tryAcquirePermit('r', { limit: 1 });
+    expect(await taken?.release()).toBe(true);
+    expect(lost).toEqual(['k', 'r']);
+    await worlds.dropKeys();
+  });
+
+  processIt('a holder whose process dies frees its permit at its lease: a waiter gets it within lease + 1 s', async () => {
+    const a = worlds.engine();
+    const leaseMs = 1_000;
+    const task = { redis: worlds.workerRedis, prefix: worlds.keyPrefix, key: 'k', limit: 1, leaseMs, fair: false, waitTimeoutMs: 10_000 };
+    const holder = worlds.worker({ kind: 'permit', ...task });
+    await holder.next('held', 20_000);
+    const waiter = await waiting(a, () => a.acquirePermit('k', { limit: 1, waitTimeoutMs: 20_000 }));
+    await sleep(leaseMs * 1.5); // renewed while its process lives
+    expect(waiter.settled).toBe(false);
+    await holder.kill('SIGKILL');
+    const killedAt = performance.now();
+    const next = await waiter.promise;
+    expect(waiter.at! - killedAt).toBeLessThan(leaseMs + 1_000);
+    expect(await next.release()).toBe(true);
+  });
+
+  processIt('a waiter named by a wake-up whose process died is passed over: the next live waiter gets the permit within 1.5 s', async () => {
+    const [a, b] = [worlds.engine(), worlds.engine()];
+    for (const fair of [false, true]) {
+      const key = `k-${String(fair)}`;
+      const held = await a.acquirePermit(key, { limit: 1, leaseMs: 10_000 });
+      const task = { redis: worlds.workerRedis, prefix: worlds.keyPrefix, key, limit: 1, leaseMs: 10_000, fair, waitTimeoutMs: 30_000 };
+      const dead = worlds.worker({ kind: 'permit', ...task });
+      await dead.next('waiting', 20_000);
+      await dead.kill('SIGKILL');
+      const live = await waiting(b, () => b.acquirePermit(key, { limit: 1, fair, waitTimeoutMs: 10_000 }));
+      const releasedAt = performance.now();
+      await held.release();
+      const next = await live.promise;
+      expect(live.at! - releasedAt).toBeLessThan(1_500);
+      expect(await next.release()).toBe(true);
+    }
+    // The dead waiters' registrations run out by themselves.
+    await until(async () => (await worlds.keys()).length === 0, 5_000, 'the dead waiters to be gone');
+  });
+
+  it('inspectPermits: limit, used, each holder (owner, host, pid, app, lease left), waiting, the last fencing token', async () => {
+    const [a, b] = [worlds.engine({ appName: 'permits-a' }), worlds.engine({ appName: 'permits-b' })];
+    expect(await a.inspectPermits('k')).toBeNull();
+    const owners = new Map<number, string>();
+    for (const engine of [a, b]) engine.on('acquired', (e) => owners.set(e.fencingToken, e.owner));
+    const options = { limit: 3, leaseMs: 5_000, waitTimeoutMs: 20_000 };
+    const held = [await a.acquirePermit('k', options), await b.acquirePermit('k', options), await b.acquirePermit('k', options)];
+    const waiters = [await waiting(a, () => a.acquirePermit('k', options)), await waiting(b, () => b.acquirePermit('k', { ...options, fair: true }))];
+    const info = await a.inspectPermits('k');
+    expect(info).toMatchObject({ key: 'k', limit: 3, used: 3, waiting: 2, fencingToken: held[2].fencingToken });
+    const holders = [...(info?.holders ?? [])].sort((x, y) => x.fencingToken - y.fencingToken);
+    expect(holders.map((h) => [h.fencingToken, h.owner, h.app])).toEqual([
+      [held[0].fencingToken, owners.get(held[0].fencingToken), 'permits-a'],
+      [held[1].fencingToken, owners.get(held[1].fencingToken), 'permits-b'],
+      [held[2].fencingToken, owners.get(held[2].fencingToken), 'permits-b'],
+    ]);
+    for (const holder of holders) {
+      expect(holder).toMatchObject({ mode: 'write', host: hostname(), pid: process.pid, holdCount: 1, finished: false });
+      expect(holder.remainingLeaseMs).toBeGreaterThan(0);
+      expect(holder.remainingLeaseMs).toBeLessThanOrEqual(5_000);
+    }
+    for (const permit of held) await permit.release();
+    for (const w of waiters) await (await w.promise).release();
+    expect(await a.inspectPermits('k')).toBeNull();
+  });
+});
+
+describe('semaphores (quorum mode)', () => {
+  const worlds = new LockWorlds('quorum');
+  afterEach(() => worlds.closeAll());
+
+  it('refuses them with LockConfigError explaining why: a majority of masters each admitting `limit` holders would admit more', async () => {
+    const a = worlds.engine();
+    let ran = false;
+    const attempts = [
+      a.acquirePermit('k', { limit: 2 }),
+      a.tryAcquirePermit('k', { limit: 2 }),
+      a.withPermit('k', () => (ran = true), { limit: 2 }),
+      a.inspectPermits('k'),
+      a.setPermitLimit('k', 2),
+    ];
+    for (const attempt of attempts) {
+      const err = await rejectionOf(attempt);
+      expect(err).toBeInstanceOf(LockConfigError);
+      expect((err as Error).message).toMatch(/quorum mode.*limit x masters \/ majority.*use one Redis/);
+    }
+    expect(ran).toBe(false);
+    expect(await worlds.keys()).toEqual([]);
+  });
+});
