@@ -73,6 +73,7 @@ export function assembleEngine(
     track: hooks.track,
     bound: (pending, operation, key) => store.within(pending, operation, key),
     closed: hooks.closed,
+    loseAll: (key, sentBefore, token) => keeper.loseAll(key, sentBefore, token),
   });
   return { store, backend: opened.backend, keeper, room, acquirer, leftovers, alarm, permits };
 }

@@ -179,8 +179,10 @@ export class HoldKeeper implements HoldReleaser {
    * one had not yet), so it is a new, valid hold (should it have been overtaken by the forced release all the same,
    * its next renewal finds it gone).
    */
-  loseAll(key: string, sentBefore = Number.POSITIVE_INFINITY): void {
-    for (const hold of this.watchdog.list()) if (hold.key === key && hold.sentAt < sentBefore) this.markLost(hold, 'not-in-redis');
+  loseAll(key: string, sentBefore = Number.POSITIVE_INFINITY, token?: string): void {
+    for (const hold of this.watchdog.list()) {
+      if (hold.key === key && hold.sentAt < sentBefore && (token === undefined || hold.token === token)) this.markLost(hold, 'not-in-redis');
+    }
   }
 
   /** Shutdown: stops renewing, releases every hold still kept (all levels at once) and lets releases under way finish. Never rejects. */

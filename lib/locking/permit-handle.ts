@@ -1,17 +1,14 @@
 import type { LockHandle } from '../types/lock.types.js';
 import type { PermitHandle } from '../types/permit.types.js';
 
-/** A permit: the handle of its one hold, with the semaphore's limit; `onEnd` runs once when it is released. */
+/** A permit: the handle of its one hold, with the semaphore's limit. */
 export class PermitHandleImpl implements PermitHandle {
   readonly key: string;
   readonly token: string;
   readonly fencingToken: number;
-  private ended = false;
-
   constructor(
     private readonly hold: LockHandle,
     readonly limit: number,
-    private readonly onEnd: () => void,
   ) {
     this.key = hold.key;
     this.token = hold.token;
@@ -27,10 +24,6 @@ export class PermitHandleImpl implements PermitHandle {
   }
 
   release(): Promise<boolean> {
-    if (!this.ended) {
-      this.ended = true;
-      this.onEnd();
-    }
     return this.hold.release();
   }
 

@@ -10,11 +10,36 @@ import type { Acquirer } from './acquisition.js';
 import type { LockLogger } from './lock-events.js';
 import { resolveAcquireOptions } from './lock-options.js';
 import type { LockEngineSettings } from './lock-options.js';
-import { LockOwner, currentOwner, runInOwnerScope } from './owner-context.js';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { performance } from 'node:perf_hooks';
+import { LockOwner } from './owner-context.js';
 import { PermitHandleImpl } from './permit-handle.js';
 
 /** The largest `limit` accepted. */
 export const MAX_PERMIT_LIMIT = 100_000;
+
+/** Permits held by the enclosing `withPermit` / `@Semaphore` calls of the current async context, per engine and key. */
+type PermitFrame = ReadonlyMap<string, number>;
+const FRAMES_KEY = Symbol.for('nest-redis-locks.permit-frames');
+type GlobalWithFrames = typeof globalThis & { [FRAMES_KEY]?: AsyncLocalStorage<PermitFrame> };
+
+function frames(): AsyncLocalStorage<PermitFrame> {
+  const g = globalThis as GlobalWithFrames;
+  return (g[FRAMES_KEY] ??= new AsyncLocalStorage<PermitFrame>());
+}
+
+/**
+ * Runs `fn` inside `permit`'s call (of the engine `instanceId`): acquisitions of the same semaphore made in `fn`,
+ * however deeply, count it as held by an enclosing call (a nested acquisition that could never be granted is refused).
+ * Work running beside it (another branch of a `Promise.all`) does not.
+ */
+export function runInPermitFrame<T>(instanceId: string, permit: PermitHandle, fn: () => T): T {
+  const id = `${instanceId}|${permit.key}`;
+  const outer = frames().getStore();
+  const inner = new Map(outer);
+  inner.set(id, (outer?.get(id) ?? 0) + 1);
+  return frames().run(inner, fn);
+}
 
 /** What the semaphore room uses of its engine. */
 export interface PermitEngineParts {
@@ -31,6 +56,8 @@ export interface PermitEngineParts {
   /** Bounds one store call by the command timeout (every failure a `LockError`). */
   readonly bound: <T>(pending: Promise<T>, operation: LockOperation, key: string) => Promise<T>;
   readonly closed: () => boolean;
+  /** Marks this process's holds of `key` (of `token` only, if given) sent before `sentBefore` lost. */
+  readonly loseAll: (key: string, sentBefore: number, token?: string) => void;
 }
 
 /**
@@ -39,8 +66,6 @@ export interface PermitEngineParts {
  * timeouts, aborts, the batched watchdog, loss signals and the shutdown release are the locks' own.
  */
 export class Permits {
-  /** Permits held per owner context and key: a nested acquisition that could never be granted is refused. */
-  private readonly held = new WeakMap<LockOwner, Map<string, number>>();
   /** `key|limit` pairs already warned about (the stored limit differs from the one asked for). */
   private readonly warned = new Set<string>();
 
@@ -48,13 +73,11 @@ export class Permits {
 
   acquire(key: string, options: PermitOptions, waiting: boolean): Promise<PermitHandle | null> {
     let acquisition: Promise<LockHandle | null>;
-    let context: LockOwner;
     let ref: PermitRef;
     try {
       ref = this.ref(key, options);
       const resolved = resolveAcquireOptions(this.parts.settings, { ...permitOnly(options), mode: 'write' }, key);
-      context = currentOwner(this.parts.instanceId);
-      const mine = this.held.get(context)?.get(key) ?? 0;
+      const mine = frames().getStore()?.get(`${this.parts.instanceId}|${key}`) ?? 0;
       const limit = this.store().storedLimit(key) ?? options.limit;
       if (waiting && mine > 0 && mine >= limit) throw new PermitDeadlockError(key, limit, mine);
       const boundMs = (waiting ? resolved.waitTimeoutMs : 0) + this.parts.settings.commandTimeoutMs;
@@ -63,20 +86,20 @@ export class Permits {
     } catch (err) {
       return Promise.reject(err instanceof Error ? err : new Error(String(err)));
     }
-    return acquisition.then((handle) => handle && this.handle(handle, ref, context));
+    return acquisition.then((handle) => handle && this.handle(handle, ref));
   }
 
   withPermit<T>(key: string, fn: (permit: PermitHandle) => T | Promise<T>, options: PermitOptions): Promise<T> {
-    return runInOwnerScope(this.parts.instanceId, async () => {
+    return (async () => {
       const permit = (await this.acquire(key, options, true)) as PermitHandle;
       try {
-        return await fn(permit);
+        return await runInPermitFrame(this.parts.instanceId, permit, () => fn(permit));
       } finally {
         await permit.release().catch((err: unknown) => {
           this.parts.logger.warn(`releasing a permit of "${key}" failed (its lease will free it): ${err instanceof Error ? err.message : String(err)}`);
         });
       }
-    });
+    })();
   }
 
   async setLimit(key: string, limit: number): Promise<number> {
@@ -97,10 +120,14 @@ export class Permits {
       throw new LockConfigError(`invalid token for "${key}": expected the non-empty token of a PermitHandle`, 'token', key);
     }
     this.throwIfClosed(key);
-    return this.parts.bound(this.store().forceReleasePermits(ref, token), 'forceRelease', key);
+    const sentAt = performance.now();
+    const freed = await this.parts.bound(this.store().forceReleasePermits(ref, token), 'forceRelease', key);
+    // This process's holders learn it now (others at their next renewal), as for a lock's force release.
+    this.parts.loseAll(key, sentAt, token);
+    return freed;
   }
 
-  private handle(hold: LockHandle, ref: PermitRef, context: LockOwner): PermitHandle {
+  private handle(hold: LockHandle, ref: PermitRef): PermitHandle {
     const stored = this.store().storedLimit(ref.key) ?? ref.limit;
     if (stored !== ref.limit && !this.warned.has(`${ref.key}|${ref.limit}`)) {
       this.warned.add(`${ref.key}|${ref.limit}`);
@@ -109,15 +136,7 @@ export class Permits {
           `service set it; call setPermitLimit to change it on purpose)`,
       );
     }
-    let counts = this.held.get(context);
-    if (!counts) this.held.set(context, (counts = new Map()));
-    counts.set(ref.key, (counts.get(ref.key) ?? 0) + 1);
-    const mine = counts;
-    return new PermitHandleImpl(hold, stored, () => {
-      const left = (mine.get(ref.key) ?? 1) - 1;
-      if (left > 0) mine.set(ref.key, left);
-      else mine.delete(ref.key);
-    });
+    return new PermitHandleImpl(hold, stored);
   }
 
   private ref(key: string, options: PermitOptions): PermitRef {

@@ -4,6 +4,8 @@ import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error.js
 import type { Observable } from 'rxjs';
 import { asError } from '../locking/lock-events.js';
 import type { LockEngine } from '../locking/lock-engine.js';
+import { runInPermitFrame } from '../locking/permits.js';
+import type { PermitHandle } from '../types/permit.types.js';
 import type { LockHandle } from '../types/lock.types.js';
 import { LockRegistry } from './lock-registry.js';
 import type { LockRuntime } from './lock-registry.js';
@@ -139,9 +141,9 @@ function acquireFor(engine: LockEngine, spec: LockedMethodSpec, keys: readonly s
   return engine.acquirePermit(keys[0], { limit: spec.permitLimit, leaseMs, autoExtend, waitTimeoutMs, fair });
 }
 
-/** Runs `fn` with a lock as the current one; a permit is not a lock (nested locks start their own owner context). */
+/** Runs `fn` with a lock as the current one, or inside a permit's call (nested acquisitions of it count it). */
 function runUnder<T>(engine: LockEngine, held: HeldByMethod, fn: () => T): T {
-  return 'limit' in held ? fn() : engine.runWithHandle(held as LockHandle, fn);
+  return 'limit' in held ? runInPermitFrame(engine.instanceId, held as PermitHandle, fn) : engine.runWithHandle(held as LockHandle, fn);
 }
 
 /** The conflict a controller answers for a request skipped because the lock was busy (`ifLocked: 'skip'`). */

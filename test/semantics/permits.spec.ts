@@ -217,6 +217,35 @@ describe.each(PERMIT_KINDS)('semaphores (%s store)', (kind) => {
     expect(await a.inspectPermits('two')).toBeNull();
   });
 
+  it('work running beside a permit (sibling branches, even in one withLock) waits for a permit instead of being refused', async () => {
+    const a = worlds.engine();
+    const ran = await a.withLock('outer', () =>
+      Promise.all(
+        [0, 60, 120].map(async (delay) => {
+          await sleep(delay);
+          return a.withPermit('sib', async () => {
+            await sleep(250);
+            return 'ran';
+          }, { limit: 2, waitTimeoutMs: 10_000 });
+        }),
+      ),
+    );
+    expect(ran).toEqual(['ran', 'ran', 'ran']);
+  });
+
+  it("forceReleasePermits tells this process's holder at once (signal aborted, isHeld false); one token frees one permit", async () => {
+    const a = worlds.engine();
+    const [p1, p2] = [await a.acquirePermit('forced', { limit: 2 }), await a.acquirePermit('forced', { limit: 2 })];
+    expect(await a.forceReleasePermits('forced', p1.token)).toBe(1);
+    expect(p1.signal.aborted).toBe(true);
+    expect(p1.isHeld).toBe(false);
+    expect(p2.isHeld).toBe(true);
+    expect((await a.inspectPermits('forced'))?.used).toBe(1);
+    expect(await a.forceReleasePermits('forced')).toBe(1);
+    expect(p2.signal.aborted).toBe(true);
+    expect(await a.inspectPermits('forced')).toBeNull();
+  });
+
   it('a lock and a semaphore never share a key: each kind refuses the other with LockConfigError naming the key, changing nothing', async () => {
     const [a, b] = [worlds.engine(), worlds.engine()];
     const refused = async (attempt: Promise<unknown>, key: string) => {
