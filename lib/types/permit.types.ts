@@ -25,9 +25,12 @@ export interface PermitHandle {
   readonly key: string;
   /** The limit in force for this key (the stored one, which may differ from the one asked for). */
   readonly limit: number;
-  /** The permit's secret token (what `releasePermit(key, token)` takes). */
+  /** The permit's secret token (what `forceReleasePermits(key, token)` takes to free this permit alone). */
   readonly token: string;
-  /** Strictly increasing per key across grants: pass it to a store that refuses older ones. */
+  /**
+   * Strictly increasing per key across grants. With `limit` 1 it fences like a lock's; with more, holders run at once,
+   * so a store can use it to order their writes, not to refuse all but the newest.
+   */
   readonly fencingToken: number;
   /** Aborts when the permit is lost (lease ran out, force-released, Redis lost it). */
   readonly signal: AbortSignal;

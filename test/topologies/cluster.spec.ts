@@ -238,7 +238,7 @@ describe('on a real 3-master Redis Cluster', () => {
     const keys = await keyPerMaster(c, prefix);
     const before = await c.callsPerNode(/^spublish$/);
     for (const { key, master } of keys) {
-      // Short leases renewed by the watchdog (per node, with the locks' RENEW_MANY), held past several of them.
+      // Short leases renewed by the watchdog (PERMIT_RENEW_MANY, per slot), held past several of them.
       const held = [await a.acquirePermit(key, { limit: 2, leaseMs: 600 }), await b.acquirePermit(key, { limit: 2, leaseMs: 600 })];
       expect(await a.tryAcquirePermit(key, { limit: 2 })).toBeNull();
       const waiting = track(b.acquirePermit(key, { limit: 2, waitTimeoutMs: 30_000, leaseMs: 600 }));
