@@ -33,7 +33,7 @@ export function createLockDecorator(mode: LockMode) {
 }
 
 /**
- * Wraps a decorated method (so it never runs unlocked, whoever calls it), keeps every metadata key, `name` and
+ * @internal Wraps a decorated method (so it never runs unlocked, whoever calls it), keeps every metadata key, `name` and
  * `length`, records its `LockedMethodSpec` and registers the lock interceptor. Shared by the lock decorators and
  * `@Semaphore`.
  */

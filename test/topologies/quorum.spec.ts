@@ -386,7 +386,7 @@ describe('quorum over 3 independent masters', () => {
     // A contender refused by every master: nothing was granted anywhere, so nothing is kept to undo (the store
     // would otherwise keep an entry and a timer per refused attempt for a whole lease).
     for (let i = 0; i < 50; i++) expect(await store.acquire(call(`other${i}`, 1))).toMatchObject({ granted: false });
-    expect((store as unknown as { undone: Set<string> }).undone.size).toBe(0);
+    expect((store as unknown as { undo: { undone: Set<string> } }).undo.undone.size).toBe(0);
     expect(await store.release(lock, 'holder', 2)).toBe('ended');
   }, 30_000);
 
