@@ -729,7 +729,7 @@ export function sharded(base: LuaScript): LuaScript {
  * KEYS: the 6 keys of each item, in order. ARGV: 1 item count, then per item its argument count and arguments.
  * Returns the items' replies, in order.
  */
-function batched(base: LuaScript): LuaScript {
+export function batched(base: LuaScript): LuaScript {
   return script(
     `${base.name}-batch`,
     `

@@ -1,6 +1,6 @@
 import { CLAIM_MS, WAITER_LEASE_MS } from './lua-scripts.js';
 import type { LuaScript } from './lua-scripts.js';
-import { luaScript, sharded } from './lua-scripts.js';
+import { batched, luaScript, sharded } from './lua-scripts.js';
 
 /**
  * The semaphore's Lua scripts. A semaphore uses the key names of a lock on the same key (`key-layout.ts`), so a lock
@@ -404,8 +404,12 @@ return tonumber(st[1] or '0')
 `,
 );
 
+/** `PERMIT_ACQUIRE` / `PERMIT_RELEASE` for several callers of one process at once (see `batched` in lua-scripts.ts). */
+export const PERMIT_ACQUIRE_BATCH = batched(PERMIT_ACQUIRE);
+export const PERMIT_RELEASE_BATCH = batched(PERMIT_RELEASE);
+
 /** Every semaphore script (the SHA → source lookup adds their Cluster variants). */
-export const PERMIT_SCRIPTS: readonly LuaScript[] = [
+export const PERMIT_SCRIPTS: readonly LuaScript[] = [PERMIT_ACQUIRE_BATCH, PERMIT_RELEASE_BATCH, 
   PERMIT_ACQUIRE,
   PERMIT_RELEASE,
   PERMIT_RENEW_MANY,

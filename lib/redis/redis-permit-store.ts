@@ -23,16 +23,19 @@ import { INSPECT } from './lua-scripts.js';
 import { permitArgs, permitInspectReply, permitReply } from './permit-codec.js';
 import {
   PERMIT_ACQUIRE,
+  PERMIT_ACQUIRE_BATCH,
   PERMIT_CANCEL_WAIT,
   PERMIT_EXTEND,
   PERMIT_FORCE_RELEASE,
   PERMIT_KEEP_WAITING,
   PERMIT_RELEASE,
+  PERMIT_RELEASE_BATCH,
   PERMIT_RENEW_MANY,
   PERMIT_SET_LIMIT,
 } from './permit-scripts.js';
 import type { PermitRef, PermitStore } from './permit-store.js';
 import type { RedisLockStore } from './redis-lock-store.js';
+import type { ScriptBatcher } from './script-batcher.js';
 import { slotOf } from './sharded-channels.js';
 
 /** Semaphore names kept ready-made (per key and limit); the cache starts over when full. */
@@ -51,12 +54,17 @@ export class RedisPermitStore implements PermitStore {
   private readonly refs = new Map<string, PermitKeys>();
   private readonly limits = new Map<string, number>();
   private readonly identity: string;
+  /** Per-tick batches on a standalone Redis (`ScriptGateway.batcher`; `undefined` where batching does not apply). */
+  private readonly acquires: ScriptBatcher | undefined;
+  private readonly releases: ScriptBatcher | undefined;
 
   constructor(
     private readonly locks: RedisLockStore,
     context: LockStoreContext,
   ) {
     this.identity = holderIdentity(context.identity);
+    this.acquires = locks.gateway.batcher(PERMIT_ACQUIRE, PERMIT_ACQUIRE_BATCH);
+    this.releases = locks.gateway.batcher(PERMIT_RELEASE, PERMIT_RELEASE_BATCH);
   }
 
   lock(key: string): LockRef {
@@ -83,7 +91,8 @@ export class RedisPermitStore implements PermitStore {
     const ref = call.lock as PermitKeys;
     const args = permitArgs(call, this.identity, ref.limit);
     const gateway = this.locks.gateway;
-    const acked = await gateway.runAcked(PERMIT_ACQUIRE, ref.all, args);
+    // Acquisitions asked for in one tick go out as one script call where batching applies (as the locks').
+    const acked = this.acquires ? { reply: await this.acquires.call(ref.all, args), acked: 0, wanted: 0 } : await gateway.runAcked(PERMIT_ACQUIRE, ref.all, args);
     const { reply, limit } = permitReply(ref.key, acked.reply);
     this.remember(ref.key, limit);
     const short = reply.granted ? gateway.shortfall(acked, reply) : undefined;
@@ -93,7 +102,9 @@ export class RedisPermitStore implements PermitStore {
 
   /** PERMIT_RELEASE. A permit has one level: `seq` and `holdAtLeastMs` do not apply. */
   async release(lock: LockRef, token: string): Promise<ReleaseReply> {
-    return (await this.locks.gateway.run(PERMIT_RELEASE, (lock as PermitKeys).all, [token])) === 2 ? 'ended' : 'not-held';
+    const keys = (lock as PermitKeys).all;
+    const sent = this.releases ? this.releases.call(keys, [token]) : this.locks.gateway.run(PERMIT_RELEASE, keys, [token]);
+    return (await sent) === 2 ? 'ended' : 'not-held';
   }
 
   /**
