@@ -40,6 +40,19 @@ describe('nest-redis-locks in a Nest 11 CommonJS app', () => {
     expect(await app.get(CounterStore).read(id)).toBe(N);
   });
 
+  it('@Semaphore lets at most 2 exports run at once, and every one of them', async () => {
+    const id = randomUUID();
+    const responses = await Promise.all(Array.from({ length: 6 }, () => request(app.getHttpServer()).post(`/counters/${id}/export`)));
+    expect(responses.map((r) => r.status)).toEqual(Array(6).fill(201));
+    expect(Math.max(...responses.map((r) => r.body.running))).toBe(2);
+    expect(await app.get(LockService).inspectPermits(`counter-export:${id}`)).toBeNull();
+  });
+
+  it('loads the lock board entry, nest-redis-locks/board', async () => {
+    const board = await import('nest-redis-locks/board');
+    expect(typeof board.LockBoardModule.forRoot).toBe('function');
+  });
+
   it('reports the lock connections healthy through nest-redis-locks/health', async () => {
     const res = await request(app.getHttpServer()).get('/health');
     expect(res.status).toBe(200);

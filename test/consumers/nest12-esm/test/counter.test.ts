@@ -26,6 +26,27 @@ describe('nest-redis-locks in a Nest 12 ESM app', () => {
     await app?.close();
   });
 
+  it('@Semaphore lets at most 2 exports run at once, and every one of them', async () => {
+    const id = randomUUID();
+    const responses = await Promise.all(
+      Array.from({ length: 6 }, async () => {
+        const res = await fetch(`${base}/counters/${id}/export`, { method: 'POST' });
+        return { status: res.status, body: (await res.json()) as { running: number } };
+      }),
+    );
+    assert.deepEqual(
+      responses.map((r) => r.status),
+      Array(6).fill(201),
+    );
+    assert.equal(Math.max(...responses.map((r) => r.body.running)), 2);
+    assert.equal(await app.get(LockService).inspectPermits(`counter-export:${id}`), null);
+  });
+
+  it('loads the lock board entry, nest-redis-locks/board', async () => {
+    const board = await import('nest-redis-locks/board');
+    assert.equal(typeof board.LockBoardModule.forRoot, 'function');
+  });
+
   it(`${N} concurrent HTTP increments under @WriteLocked end at exactly ${N}`, async () => {
     const id = randomUUID();
     const responses = await Promise.all(
