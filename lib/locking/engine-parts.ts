@@ -73,7 +73,7 @@ export function assembleEngine(
     track: hooks.track,
     bound: (pending, operation, key) => store.within(pending, operation, key),
     closed: hooks.closed,
-    loseAll: (key, sentBefore, token) => keeper.loseAll(key, sentBefore, token),
+    loseAll: (key, sentBefore, which) => keeper.loseAll(key, sentBefore, which),
   });
   return { store, backend: opened.backend, keeper, room, acquirer, leftovers, alarm, permits };
 }

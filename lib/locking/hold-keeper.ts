@@ -179,9 +179,10 @@ export class HoldKeeper implements HoldReleaser {
    * one had not yet), so it is a new, valid hold (should it have been overtaken by the forced release all the same,
    * its next renewal finds it gone).
    */
-  loseAll(key: string, sentBefore = Number.POSITIVE_INFINITY, token?: string): void {
+  loseAll(key: string, sentBefore = Number.POSITIVE_INFINITY, which: { readonly token?: string; readonly owner?: string } = {}): void {
     for (const hold of this.watchdog.list()) {
-      if (hold.key === key && hold.sentAt < sentBefore && (token === undefined || hold.token === token)) this.markLost(hold, 'not-in-redis');
+      if (hold.key !== key || hold.sentAt >= sentBefore) continue;
+      if ((which.token === undefined || hold.token === which.token) && (which.owner === undefined || hold.owner.id === which.owner)) this.markLost(hold, 'not-in-redis');
     }
   }
 

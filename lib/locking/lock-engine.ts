@@ -252,9 +252,9 @@ export class LockEngine {
     return this.parts.permits.inspect(key);
   }
 
-  /** Frees one holder's permit (`token`) or every permit of `key`, whoever holds them; resolves how many were held. */
-  forceReleasePermits(key: string, token?: string): Promise<number> {
-    return this.parts.permits.forceRelease(key, token);
+  /** Frees a permit by its `token`, an owner's (`{ owner }` as inspected), or all of `key`'s; resolves how many were held. */
+  forceReleasePermits(key: string, holder?: string | { readonly owner: string }): Promise<number> {
+    return this.parts.permits.forceRelease(key, holder);
   }
 
   /** Round trip to Redis on the command and the wake-up connections, each bounded by `timeoutMs`. Never rejects. */

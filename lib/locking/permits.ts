@@ -3,7 +3,7 @@ import { LockConfigError } from '../errors/lock-config.error.js';
 import { PermitDeadlockError } from '../errors/permit-deadlock.error.js';
 import { validateLockKey } from '../redis/key-layout.js';
 import type { LockOperation } from '../errors/lock-unavailable.error.js';
-import type { PermitRef, PermitStore } from '../redis/permit-store.js';
+import type { PermitHolder, PermitRef, PermitStore } from '../redis/permit-store.js';
 import type { LockHandle } from '../types/lock.types.js';
 import type { PermitHandle, PermitInfo, PermitOptions } from '../types/permit.types.js';
 import type { Acquirer } from './acquisition.js';
@@ -56,8 +56,8 @@ export interface PermitEngineParts {
   /** Bounds one store call by the command timeout (every failure a `LockError`). */
   readonly bound: <T>(pending: Promise<T>, operation: LockOperation, key: string) => Promise<T>;
   readonly closed: () => boolean;
-  /** Marks this process's holds of `key` (of `token` only, if given) sent before `sentBefore` lost. */
-  readonly loseAll: (key: string, sentBefore: number, token?: string) => void;
+  /** Marks this process's holds of `key` (of one token or owner only, if given) sent before `sentBefore` lost. */
+  readonly loseAll: (key: string, sentBefore: number, which: PermitHolder) => void;
 }
 
 /**
@@ -114,16 +114,18 @@ export class Permits {
     return this.parts.bound(this.store().inspectPermits(ref), 'inspect', key);
   }
 
-  async forceRelease(key: string, token?: string): Promise<number> {
+  async forceRelease(key: string, holder?: string | { readonly owner: string }): Promise<number> {
     const ref = this.ref(key, { limit: 1 });
-    if (token !== undefined && (typeof token !== 'string' || token.length === 0)) {
-      throw new LockConfigError(`invalid token for "${key}": expected the non-empty token of a PermitHandle`, 'token', key);
+    const which = typeof holder === 'string' ? { token: holder } : holder === undefined ? {} : { owner: holder?.owner };
+    const given = typeof holder === 'string' ? holder : holder === undefined ? undefined : holder?.owner;
+    if (holder !== undefined && (typeof given !== 'string' || given.length === 0)) {
+      throw new LockConfigError(`invalid holder for "${key}": expected the non-empty token of a PermitHandle, or { owner } as inspectPermits shows it`, 'token', key);
     }
     this.throwIfClosed(key);
     const sentAt = performance.now();
-    const freed = await this.parts.bound(this.store().forceReleasePermits(ref, token), 'forceRelease', key);
+    const freed = await this.parts.bound(this.store().forceReleasePermits(ref, which), 'forceRelease', key);
     // This process's holders learn it now (others at their next renewal), as for a lock's force release.
-    this.parts.loseAll(key, sentAt, token);
+    this.parts.loseAll(key, sentAt, which);
     return freed;
   }
 

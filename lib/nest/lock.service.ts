@@ -142,9 +142,9 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown, OnA
     return this.engine.inspectPermits(key);
   }
 
-  /** Administrative: frees one holder's permit (`token`) or all of `key`'s; resolves how many were held. */
-  forceReleasePermits(key: string, token?: string): Promise<number> {
-    return this.engine.forceReleasePermits(key, token);
+  /** Administrative: frees a permit by its `token`, an owner's (`{ owner }` as inspected), or all of `key`'s. */
+  forceReleasePermits(key: string, holder?: string | { readonly owner: string }): Promise<number> {
+    return this.engine.forceReleasePermits(key, holder);
   }
 
   /** The lock of the current decorated method or `withLock` callback, if any. */

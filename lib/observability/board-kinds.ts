@@ -87,8 +87,27 @@ function lockInfoOfPermits(p: PermitInfo): LockInfo & { readonly permits: string
   return { key: p.key, mode: 'write', holders: p.holders, waiting: p.waiting, waitingWriters: p.waiting, waitingReaders: 0, fencingToken: p.fencingToken, permits: `${p.used}/${p.limit}` };
 }
 
+/**
+ * Semaphores, by name: their keys are found and read by `LOCK_KIND` (a semaphore's state hash is named as a lock's),
+ * which labels them `'semaphore'`; this kind serves the detail view and the force release of one. Its `scope` is the
+ * owner id of the holder whose permits to free (as listed), or `'all'` / none for every permit.
+ */
+export const SEMAPHORE_KIND: BoardKind = {
+  name: 'semaphore',
+  nameSuffix: '}',
+  keyOf() {
+    return undefined;
+  },
+  read(keys, context) {
+    return LOCK_KIND.read(keys, context);
+  },
+  async forceRelease(key, engine, scope) {
+    return (await engine.forceReleasePermits(key, scope && scope !== 'all' ? { owner: scope } : undefined)) > 0;
+  },
+};
+
 /** The kinds the board and the CLI list, in the order a scanned name is offered to them. */
-export const BOARD_KINDS: readonly BoardKind[] = [LOCK_KIND];
+export const BOARD_KINDS: readonly BoardKind[] = [LOCK_KIND, SEMAPHORE_KIND];
 
 function lockEntry(info: LockInfo, context: BoardReadContext, fairAgeMs: number | undefined, ownAgeMs: number | undefined): BoardEntry {
   const holders: BoardHolder[] = info.holders.map((h) => ({

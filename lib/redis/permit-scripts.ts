@@ -352,9 +352,10 @@ return 1
 );
 
 /**
- * Administrative release: frees one holder's permit (ARGV[1] its token) or every permit (ARGV[1] ''), whoever holds
- * them, and wakes waiters for them. Returns how many live permits were freed, or -1 when a lock lives under this key
- * (nothing changed).
+ * Administrative release: frees one holder's permit (ARGV[1] its token), the permits of one owner (ARGV[1] '', ARGV[2]
+ * the owner id its holder record ends with, as `inspect` shows it), or every permit (both ''), whoever holds them, and
+ * wakes waiters for them. Returns how many live permits were freed, or -1 when a lock lives under this key (nothing
+ * changed).
  */
 export const PERMIT_FORCE_RELEASE = luaScript(
   'permit-force-release',
@@ -370,6 +371,17 @@ if ARGV[1] ~= '' then
   if s and tonumber(s) > now then freed = 1 end
   redis.call('ZREM', K.leases, ARGV[1])
   redis.call('HDEL', K.state, 'h:' .. ARGV[1])
+elseif (ARGV[2] or '') ~= '' then
+  local tail = '|' .. ARGV[2]
+  local all = redis.call('ZRANGE', K.leases, 0, -1, 'WITHSCORES')
+  for i = 1, #all, 2 do
+    local record = redis.call('HGET', K.state, 'h:' .. all[i])
+    if record and string.sub(record, -#tail) == tail then
+      if tonumber(all[i + 1]) > now then freed = freed + 1 end
+      redis.call('ZREM', K.leases, all[i])
+      redis.call('HDEL', K.state, 'h:' .. all[i])
+    end
+  end
 else
   freed = redis.call('ZCOUNT', K.leases, '(' .. now, '+inf')
   local all = redis.call('ZRANGE', K.leases, 0, -1)

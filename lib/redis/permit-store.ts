@@ -22,8 +22,14 @@ export interface PermitStore extends LockStore {
   /** The limit stored for `key` as the last reply of this store said, if any. */
   storedLimit(key: string): number | undefined;
   inspectPermits(ref: PermitRef): Promise<PermitInfo | null>;
-  /** Frees one holder's permit (`token`) or all of them (`undefined`), whoever holds them. Resolves how many. */
-  forceReleasePermits(ref: PermitRef, token: string | undefined): Promise<number>;
+  /** Frees one holder's permit (`token`), one owner's (`owner`), or all of them, whoever holds them. Resolves how many. */
+  forceReleasePermits(ref: PermitRef, which: PermitHolder): Promise<number>;
   /** Stores `ref.limit` as the key's limit; resolves the limit before (0: none was stored). */
   setLimit(ref: PermitRef): Promise<number>;
+}
+
+/** Which permits a force release frees: one `token`'s, one `owner`'s (the id `inspectPermits` shows), or all (`{}`). */
+export interface PermitHolder {
+  readonly token?: string;
+  readonly owner?: string;
 }

@@ -33,7 +33,7 @@ import {
   PERMIT_RENEW_MANY,
   PERMIT_SET_LIMIT,
 } from './permit-scripts.js';
-import type { PermitRef, PermitStore } from './permit-store.js';
+import type { PermitHolder, PermitRef, PermitStore } from './permit-store.js';
 import type { RedisLockStore } from './redis-lock-store.js';
 import type { ScriptBatcher } from './script-batcher.js';
 import { slotOf } from './sharded-channels.js';
@@ -162,11 +162,11 @@ export class RedisPermitStore implements PermitStore {
   }
 
   async forceRelease(lock: LockRef): Promise<boolean> {
-    return (await this.forceReleasePermits(lock as PermitRef, undefined)) > 0;
+    return (await this.forceReleasePermits(lock as PermitRef, {})) > 0;
   }
 
-  async forceReleasePermits(ref: PermitRef, token: string | undefined): Promise<number> {
-    const freed = (await this.locks.gateway.run(PERMIT_FORCE_RELEASE, (ref as PermitKeys).all, [token ?? ''])) as number;
+  async forceReleasePermits(ref: PermitRef, which: PermitHolder): Promise<number> {
+    const freed = (await this.locks.gateway.run(PERMIT_FORCE_RELEASE, (ref as PermitKeys).all, [which.token ?? '', which.owner ?? ''])) as number;
     if (freed === -1) throw kindConflict(ref.key, 'lock');
     return freed;
   }

@@ -2,6 +2,7 @@ import { kindConflict } from '../redis/kind-conflict.js';
 import type { AcquireCall, AcquireReply, HolderIdentity, ReleaseReply, WaitingCall, WaitingReply } from '../redis/lock-store.js';
 import { CLAIM_MS, WAITER_LEASE_MS } from '../redis/lua-scripts.js';
 import type { LockHolderInfo } from '../types/lock.types.js';
+import type { PermitHolder } from '../redis/permit-store.js';
 import type { PermitInfo } from '../types/permit.types.js';
 import { liveCount, purge, purgeQueue } from './memory-lock-prelude.js';
 import type { MemoryLockState, ScriptScope } from './memory-lock-world.js';
@@ -87,11 +88,12 @@ export function keepWaitingForPermit(s: MemoryLockState, wait: WaitingCall, x: S
   return named.includes(member) ? 'attempt' : 'waiting';
 }
 
-export function forceReleasePermits(s: MemoryLockState, key: string, token: string | undefined, x: ScriptScope): number {
+export function forceReleasePermits(s: MemoryLockState, key: string, which: PermitHolder, x: ScriptScope): number {
   checkKind(key, s);
   let freed = 0;
   for (const [t, expiry] of [...s.leases]) {
-    if (token !== undefined && t !== token) continue;
+    if (which.token !== undefined && t !== which.token) continue;
+    if (which.token === undefined && which.owner !== undefined && s.holders.get(t)?.owner !== which.owner) continue;
     if (expiry > x.now) freed++;
     s.leases.delete(t);
     s.holders.delete(t);

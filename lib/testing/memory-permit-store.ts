@@ -14,7 +14,7 @@ import type {
   WakeUp,
   WakeUpSubscription,
 } from '../redis/lock-store.js';
-import type { PermitRef, PermitStore } from '../redis/permit-store.js';
+import type { PermitHolder, PermitRef, PermitStore } from '../redis/permit-store.js';
 import type { LockInfo, LockMode } from '../types/lock.types.js';
 import type { PermitInfo } from '../types/permit.types.js';
 import type { MemoryLockState, ScriptScope } from './memory-lock-world.js';
@@ -79,11 +79,11 @@ export class MemoryPermitStore implements PermitStore {
   }
 
   async forceRelease(lock: LockRef): Promise<boolean> {
-    return (await this.forceReleasePermits(lock as PermitRef, undefined)) > 0;
+    return (await this.forceReleasePermits(lock as PermitRef, {})) > 0;
   }
 
-  async forceReleasePermits(ref: PermitRef, token: string | undefined): Promise<number> {
-    return this.run(ref, (s, x) => scripts.forceReleasePermits(s, ref.key, token, x));
+  async forceReleasePermits(ref: PermitRef, which: PermitHolder): Promise<number> {
+    return this.run(ref, (s, x) => scripts.forceReleasePermits(s, ref.key, which, x));
   }
 
   async setLimit(ref: PermitRef): Promise<number> {

@@ -120,6 +120,36 @@ describe('lock board access', () => {
     await owner.next('released');
   }, 90_000);
 
+  it("lists a semaphore of two other processes (permits used/limit, each holder) and frees one holder's permit, then all", async () => {
+    const app = await board({ board: { allowForceRelease: true } });
+    const prefix = app.locks.engine.settings.keyPrefix;
+    const permit = () => WorkerProcess.start(kit, { kind: 'permit', redis: redisUrl(), prefix, key: 'exports', limit: 3, leaseMs: 30_000, fair: false, waitTimeoutMs: 10_000 });
+    const [one, two] = [permit(), permit()];
+    await Promise.all([one.next('held', 20_000), two.next('held', 20_000)]);
+    const page = await open(`${app.origin}/locks`);
+    await untilKeys(page, (k) => k.join() === 'exports', 'the semaphore');
+    const row = page.locator('#rows tr[data-key="exports"]');
+    await until(async () => /semaphore[\s\S]*permits 2\/3/.test(await row.innerText()), 10_000, 'kind and permits in the row');
+    await page.getByRole('button', { name: 'Details of semaphore exports' }).click();
+    await until(async () => (await page.locator('#detail-rows tr').count()) === 2, 10_000, 'both holders in the detail view');
+    const holders = (await app.locks.inspectPermits('exports'))!.holders;
+    expect(new Set(holders.map((h) => h.pid)).size).toBe(2);
+    // One holder: its own button, confirmed.
+    const target = holders[0];
+    await page.locator(`#detail-rows button.release-one[data-owner="${target.owner}"]`).click();
+    expect(await page.locator('#confirm-text').innerText()).toContain(`permit of ${target.owner}`);
+    await page.locator('#confirm-release').click();
+    await until(async () => (await app.locks.inspectPermits('exports'))?.used === 1, 10_000, 'one permit freed');
+    expect((await app.locks.inspectPermits('exports'))!.holders.map((h) => h.owner)).toEqual([holders[1].owner]);
+    // Then every permit.
+    await until(async () => (await page.locator('#release').innerText()) === 'Force release every permit', 10_000, 'the release-all button');
+    await page.locator('#release').click();
+    await page.locator('#confirm-release').click();
+    await until(async () => (await app.locks.inspectPermits('exports')) === null, 10_000, 'every permit freed');
+    await untilKeys(page, (k) => k.length === 0, 'the semaphore to disappear');
+    // The workers are killed by the kit; their permits are gone already.
+  }, 90_000);
+
   it('refuses a cross-site force release: a form post, and a fetch from another origin even when CORS lets it through', async () => {
     const app = await board({ board: { allowForceRelease: true }, configure: (a) => a.enableCors({ origin: true, allowedHeaders: ['content-type', 'x-lock-board'] }) });
     const lock = await app.locks.acquire('victim:1');

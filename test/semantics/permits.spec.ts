@@ -233,7 +233,7 @@ describe.each(PERMIT_KINDS)('semaphores (%s store)', (kind) => {
     expect(ran).toEqual(['ran', 'ran', 'ran']);
   });
 
-  it("forceReleasePermits tells this process's holder at once (signal aborted, isHeld false); one token frees one permit", async () => {
+  it("forceReleasePermits tells this process's holder at once (signal aborted, isHeld false); one token, or one owner id, frees one permit", async () => {
     const a = worlds.engine();
     const [p1, p2] = [await a.acquirePermit('forced', { limit: 2 }), await a.acquirePermit('forced', { limit: 2 })];
     expect(await a.forceReleasePermits('forced', p1.token)).toBe(1);
@@ -241,6 +241,12 @@ describe.each(PERMIT_KINDS)('semaphores (%s store)', (kind) => {
     expect(p1.isHeld).toBe(false);
     expect(p2.isHeld).toBe(true);
     expect((await a.inspectPermits('forced'))?.used).toBe(1);
+    // By owner id, as inspect shows it (what the board and the CLI know of a holder).
+    const p3 = await worlds.engine().acquirePermit('forced', { limit: 2 });
+    const owner = (await a.inspectPermits('forced'))!.holders.find((h) => h.fencingToken === p3.fencingToken)!.owner;
+    expect(await a.forceReleasePermits('forced', { owner })).toBe(1);
+    expect((await a.inspectPermits('forced'))!.holders.map((h) => h.fencingToken)).toEqual([p2.fencingToken]);
+    expect(p2.isHeld).toBe(true);
     expect(await a.forceReleasePermits('forced')).toBe(1);
     expect(p2.signal.aborted).toBe(true);
     expect(await a.inspectPermits('forced')).toBeNull();

@@ -5,7 +5,7 @@
 import { BOARD_JS_RENDER } from './board-render.js';
 
 const BOARD_JS_MAIN = String.raw`
-  var state = { filter: '', view: null, paused: false, selected: null, timer: null, inFlight: false, lastGood: null, refreshMs: 1000 };
+  var state = { filter: '', view: null, paused: false, selected: null, releaseScope: null, timer: null, inFlight: false, lastGood: null, refreshMs: 1000 };
   var REQUEST_TIMEOUT_MS = 10000;
 
   function getJson(url, init) {
@@ -133,15 +133,28 @@ const BOARD_JS_MAIN = String.raw`
       if (!res.ok) { summary.textContent = 'Could not read it: ' + (res.data && res.data.error || 'HTTP ' + res.status); return; }
       if (!entry) { summary.textContent = 'Not held now.'; return; }
       summary.textContent = 'Mode ' + entry.mode + ', fencing token ' + entry.fencingToken + ', waiting ' + waitingText(entry) + '.';
-      for (var i = 0; i < entry.holders.length; i++) rows.append(holderRow(entry.holders[i]));
+      release.textContent = entry.kind === 'semaphore' ? 'Force release every permit' : 'Force release';
+      for (var i = 0; i < entry.holders.length; i++) {
+        var row = holderRow(entry.holders[i]);
+        // A semaphore's holders can be freed one by one (by owner id: the board never sees a token).
+        if (entry.kind === 'semaphore' && !release.hidden) {
+          var one = el('button', { type: 'button', class: 'release-one', 'data-owner': entry.holders[i].owner }, 'Release this permit');
+          one.addEventListener('click', askRelease.bind(null, entry.holders[i].owner));
+          row.children[1].append(' ', one);
+        }
+        rows.append(row);
+      }
     }).catch(function () { byId('detail-summary').textContent = 'Could not read it: the lock board cannot be reached.'; });
   }
 
-  function askRelease() {
+  function askRelease(owner) {
     var sel = state.selected;
     if (!sel) return;
+    state.releaseScope = typeof owner === 'string' ? owner : null;
     var dialog = byId('confirm');
-    byId('confirm-text').textContent = 'Free ' + sel.kind + ' "' + sel.key + '" now, whoever holds it? Its holders find out at their next renewal; work they still do is no longer protected.';
+    byId('confirm-text').textContent = state.releaseScope
+      ? 'Free the permit of ' + state.releaseScope + ' on semaphore "' + sel.key + '" now? Its holder finds out at its next renewal; work it still does is no longer protected.'
+      : 'Free ' + sel.kind + ' "' + sel.key + '" now, whoever holds it? Its holders find out at their next renewal; work they still do is no longer protected.';
     dialog.returnValue = '';
     dialog.showModal();
     byId('confirm-cancel').focus();
@@ -156,7 +169,7 @@ const BOARD_JS_MAIN = String.raw`
     getJson('api/force-release', {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', Accept: 'application/json', 'X-Lock-Board': 'force-release' },
-      body: JSON.stringify({ kind: sel.kind, key: sel.key })
+      body: JSON.stringify(state.releaseScope ? { kind: sel.kind, key: sel.key, scope: state.releaseScope } : { kind: sel.kind, key: sel.key })
     }).then(function (res) {
       if (res.ok) result.textContent = res.data.released ? 'Released "' + sel.key + '".' : '"' + sel.key + '" was not held.';
       else result.textContent = 'Refused (HTTP ' + res.status + '): ' + (res.data && res.data.error || 'no reason given');
@@ -186,7 +199,7 @@ const BOARD_JS_MAIN = String.raw`
       if (state.paused) schedule(); else refresh();
     });
     byId('detail-close').addEventListener('click', closeDetail);
-    byId('release').addEventListener('click', askRelease);
+    byId('release').addEventListener('click', function () { askRelease(null); });
     byId('confirm-cancel').addEventListener('click', function () { byId('confirm').close('cancel'); });
     byId('confirm-release').addEventListener('click', release);
     doc.addEventListener('visibilitychange', function () { if (!doc.hidden) refresh(); });
