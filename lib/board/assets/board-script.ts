@@ -76,7 +76,8 @@ const BOARD_JS_MAIN = String.raw`
       state.view = res.data;
       state.refreshMs = res.data.refreshMs || state.refreshMs;
       if (res.data.snapshot.error) {
-        showError('Redis cannot be reached: ' + res.data.snapshot.error);
+        var error = res.data.snapshot.error;
+        showError(/^Redis cannot be reached/.test(error) ? error : 'Redis cannot be read: ' + error);
         byId('locks').classList.add('stale');
       } else {
         state.lastGood = res.data.snapshot.takenAt;
