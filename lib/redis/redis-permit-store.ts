@@ -21,18 +21,8 @@ import type {
 } from './lock-store.js';
 import { INSPECT } from './lua-scripts.js';
 import { permitArgs, permitInspectReply, permitReply } from './permit-codec.js';
-import {
-  PERMIT_ACQUIRE,
-  PERMIT_ACQUIRE_BATCH,
-  PERMIT_CANCEL_WAIT,
-  PERMIT_EXTEND,
-  PERMIT_FORCE_RELEASE,
-  PERMIT_KEEP_WAITING,
-  PERMIT_RELEASE,
-  PERMIT_RELEASE_BATCH,
-  PERMIT_RENEW_MANY,
-  PERMIT_SET_LIMIT,
-} from './permit-scripts.js';
+import { PERMIT_CANCEL_WAIT, PERMIT_FORCE_RELEASE, PERMIT_KEEP_WAITING, PERMIT_SET_LIMIT } from './permit-control-scripts.js';
+import { PERMIT_ACQUIRE, PERMIT_ACQUIRE_BATCH, PERMIT_EXTEND, PERMIT_RELEASE, PERMIT_RELEASE_BATCH, PERMIT_RENEW_MANY } from './permit-scripts.js';
 import type { PermitHolder, PermitRef, PermitStore } from './permit-store.js';
 import type { RedisLockStore } from './redis-lock-store.js';
 import type { ScriptBatcher } from './script-batcher.js';
