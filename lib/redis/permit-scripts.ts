@@ -92,13 +92,13 @@ end
 if member ~= '' then
   -- The registration's liveness lease: the waiter's heartbeat renews it while the waiter lives.
   local expiry = now + WAITER_LEASE_MS
+  redis.call('HSETNX', K.state, 'n', limit)
   if fair or queued then
     if not queued then redis.call('ZADD', K.queue, nowus, member) end
     redis.call('ZADD', K.deadlines, expiry, member)
   else
     redis.call('ZADD', K.waiters, expiry, waiter)
   end
-  redis.call('HSETNX', K.state, 'n', limit)
 end
 settle(K, now)
 wake(K, now)

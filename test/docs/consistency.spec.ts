@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import { readdirSync, readFileSync } from 'node:fs';
 import { projectDocs } from './markdown.js';
 
 /** Text the README repeats from a guide must say the same as the guide. */
@@ -10,5 +11,38 @@ describe('README and guides agree', () => {
     const [readme] = aclRules('README.md');
     expect(readme).toBeDefined();
     expect(aclRules('docs/failure-modes.md')).toContain(readme);
+  });
+});
+
+/** The ACL rules must name every command the library's Lua scripts call (scripts run with the caller's rights). */
+describe('ACL rules cover the scripts', () => {
+  const docs = new Map(projectDocs().map((d) => [d.path, d.text]));
+  const scriptCommands = (): string[] => {
+    const dir = new URL('../../lib/redis/', import.meta.url);
+    const called = new Set<string>();
+    for (const file of readdirSync(dir).filter((f) => f.endsWith('.ts') && !f.endsWith('.spec.ts'))) {
+      for (const match of readFileSync(new URL(file, dir), 'utf8').matchAll(/redis\.p?call\('([A-Za-z]+)'/g)) called.add(match[1].toLowerCase());
+    }
+    return [...called].sort();
+  };
+  const rights = (line: string) => new Set(line.split(/\s+/).filter((w) => w.startsWith('+')).map((w) => w.slice(1).toLowerCase()));
+
+  it('finds the scripts’ commands', () => {
+    expect(scriptCommands()).toEqual(expect.arrayContaining(['hset', 'hsetnx', 'zadd', 'publish', 'spublish', 'time']));
+  });
+
+  it.each([
+    ['README.md', 'publish'],
+    ['docs/failure-modes.md', 'publish'],
+    ['docs/failure-modes.md', 'spublish'],
+    ['docs/board.md', 'publish'],
+  ])('%s: the rule with +%s names every command', (path, publish) => {
+    const rules = docs.get(path)!.split('\n').filter((line) => line.startsWith('ACL SETUSER locks ') && rights(line).has(publish));
+    expect(rules.length).toBeGreaterThan(0);
+    const other = publish === 'publish' ? 'spublish' : 'publish';
+    for (const rule of rules) {
+      const missing = scriptCommands().filter((command) => command !== other && !rights(rule).has(command));
+      expect({ rule: rule.slice(0, 40), missing }).toEqual({ rule: rule.slice(0, 40), missing: [] });
+    }
   });
 });

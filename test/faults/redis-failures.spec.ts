@@ -260,6 +260,19 @@ describe('when Redis fails', () => {
         await Promise.all(readers.map((r) => r.release()));
         await a.acquire('forced');
         expect(await b.forceRelease('forced')).toBe(true);
+        // Semaphores: a grant, a waiter woken by a release, renewal, the limit changed, inspect, force release.
+        const permits = [await a.acquirePermit('sem', { limit: 1, leaseMs: 300 })];
+        const permitWaiter = b.acquirePermit('sem', { limit: 1, waitTimeoutMs: 3_000 });
+        await until(async () => (await a.inspectPermits('sem'))?.waiting === 1, 2_000, 'a permit waiter');
+        await sleep(400); // past one lease: renewed by the watchdog
+        expect(permits[0].isHeld).toBe(true);
+        await permits[0].extend(1_000);
+        await permits[0].release();
+        permits.push(await permitWaiter);
+        expect(await a.setPermitLimit('sem', 2)).toBe(1);
+        permits.push(await a.acquirePermit('sem', { limit: 2 }));
+        expect((await b.inspectPermits('sem'))?.holders).toHaveLength(2);
+        expect(await b.forceReleasePermits('sem')).toBe(2);
         expect(await a.ping()).toMatchObject({ command: true, subscriber: true });
         expect(kit.logger.lines.filter((l) => l.includes('permission'))).toEqual([]);
       } finally {
