@@ -87,6 +87,34 @@ describe.each(PERMIT_KINDS)('semaphores (%s store)', (kind) => {
     expect(await a.inspectPermits('k')).toBeNull();
   });
 
+  it.each([false, true])('a release wakes exactly as many waiters as permits it freed, never all of them (fair: %s): wake-ups counted on the channel', async (fair) => {
+    const [a, b, c] = [worlds.engine(), worlds.engine(), worlds.engine()];
+    const options = { limit: 3, leaseMs: 10_000, waitTimeoutMs: 30_000, fair };
+    const held = [await a.acquirePermit('k', options), await a.acquirePermit('k', options), await a.acquirePermit('k', options)];
+    const wakeUps = await worlds.wakeUps('k');
+    const waiters: Tracked<PermitHandle>[] = [];
+    for (const engine of [b, c, b, c, b]) waiters.push(await waiting(engine, () => engine.acquirePermit('k', options)));
+    const granted = () => waiters.filter((w) => w.settled).length;
+    await sleep(300);
+    expect(wakeUps).toEqual([]); // registering, and the heartbeats of 5 waiters, wake nobody while every permit is taken
+    // One permit freed: one wake-up, one grant.
+    await held[0].release();
+    await until(() => granted() === 1, 5_000, 'a waiter to get the freed permit');
+    await sleep(300);
+    expect([wakeUps.length, granted()]).toEqual([1, 1]);
+    // Two freed at once (the limit raised from 3 to 5): two wake-ups, two grants, the last two waiters still wait.
+    expect(await a.setPermitLimit('k', 5)).toBe(3);
+    await until(() => granted() === 3, 5_000, 'two waiters to get the two new permits');
+    await sleep(300);
+    expect([wakeUps.length, granted()]).toEqual([3, 3]);
+    expect(new Set(wakeUps).size).toBe(3); // three different waiters, each woken once
+    expect(await a.inspectPermits('k')).toMatchObject({ used: 5, waiting: 2 });
+    for (const permit of held.slice(1)) expect(await permit.release()).toBe(true);
+    await Promise.all(waiters.map(async (w) => expect(await (await w.promise).release()).toBe(true)));
+    expect(await a.inspectPermits('k')).toMatchObject({ used: 0, waiting: 0 });
+    await worlds.dropKeys(); // the limit setPermitLimit keeps for a day
+  });
+
   it.each([1, 2])('fair: true serves waiters in arrival order (limit %i)', async (limit) => {
     const engines = [worlds.engine(), worlds.engine()];
     const options = { limit, leaseMs: 10_000, waitTimeoutMs: 30_000, fair: true };
