@@ -404,6 +404,34 @@ describe.each(PERMIT_KINDS)('semaphores (%s store)', (kind) => {
     expect(await next.release()).toBe(true);
   });
 
+  processIt('a holder frozen past its lease (SIGSTOP), its permit untaken meanwhile, learns on thawing that it lost it, and its renewals never grant it again (redis-semaphore 175)', async () => {
+    const a = worlds.engine();
+    const leaseMs = 1_000;
+    // A stored limit keeps the semaphore's state (and the frozen holder's record in it) once its lease ran out, as a
+    // busy semaphore's state lives on: only the lease says whether the permit is held.
+    await a.setPermitLimit('k', 1);
+    const holder = worlds.worker({ kind: 'permit', redis: worlds.workerRedis, prefix: worlds.keyPrefix, key: 'k', limit: 1, leaseMs, fair: false, waitTimeoutMs: 10_000 });
+    const held = await holder.next('held', 20_000);
+    await sleep(leaseMs * 1.5); // renewed (autoExtend) while it runs
+    expect((await a.inspectPermits('k'))?.holders.map((h) => h.fencingToken)).toEqual([held.fencingToken]);
+    process.kill(holder.pid, 'SIGSTOP');
+    await sleep(leaseMs * 2.5);
+    expect(await a.inspectPermits('k')).toMatchObject({ used: 0, holders: [] }); // ran out; nobody took it
+    process.kill(holder.pid, 'SIGCONT');
+    const lost = await holder.next('lost', 5_000);
+    expect(lost).toMatchObject({ error: 'LockLostError', isHeld: false });
+    await sleep(leaseMs); // the renewals the thawed holder's watchdog would send
+    expect(await a.inspectPermits('k')).toMatchObject({ limit: 1, used: 0, holders: [] });
+    const next = await a.tryAcquirePermit('k', { limit: 1 });
+    expect(next?.isHeld).toBe(true);
+    expect(next!.fencingToken).toBeGreaterThan(held.fencingToken);
+    holder.send({ type: 'release' });
+    await holder.next('released', 5_000);
+    expect((await a.inspectPermits('k'))?.holders.map((h) => h.fencingToken)).toEqual([next!.fencingToken]);
+    expect(await next!.release()).toBe(true);
+    await worlds.dropKeys();
+  }, 30_000);
+
   processIt('a waiter named by a wake-up whose process died is passed over: the next live waiter gets the permit within 1.5 s', async () => {
     const [a, b] = [worlds.engine(), worlds.engine()];
     for (const fair of [false, true]) {
