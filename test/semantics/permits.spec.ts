@@ -452,6 +452,34 @@ describe.each(PERMIT_KINDS)('semaphores (%s store)', (kind) => {
     await until(async () => (await worlds.keys()).length === 0, 5_000, 'the dead waiters to be gone');
   });
 
+  processIt('a frozen waiter (SIGSTOP) is passed over within a second; thawed, it finds its turn gone, waits again and gets a permit after', async () => {
+    const [a, b] = [worlds.engine(), worlds.engine()];
+    for (const fair of [true, false]) {
+      const key = `k-${String(fair)}`;
+      const held = await a.acquirePermit(key, { limit: 1, leaseMs: 10_000 });
+      const task = { redis: worlds.workerRedis, prefix: worlds.keyPrefix, key, limit: 1, leaseMs: 10_000, fair, waitTimeoutMs: 30_000 };
+      const frozen = worlds.worker({ kind: 'permit', ...task });
+      await frozen.next('waiting', 20_000);
+      process.kill(frozen.pid, 'SIGSTOP');
+      const live = await waiting(b, () => b.acquirePermit(key, { limit: 1, fair, waitTimeoutMs: 10_000 }));
+      const releasedAt = performance.now();
+      await held.release();
+      const next = await live.promise;
+      expect(live.at! - releasedAt).toBeLessThan(1_000);
+      // Thawed while the live waiter holds the only permit: it must not get one too.
+      process.kill(frozen.pid, 'SIGCONT');
+      await sleep(700);
+      expect((await a.inspectPermits(key))?.holders.map((h) => [h.pid, h.fencingToken])).toEqual([[process.pid, next.fencingToken]]);
+      expect(await next.release()).toBe(true);
+      const got = await frozen.next('held', 5_000);
+      expect(got.fencingToken).toBeGreaterThan(next.fencingToken);
+      frozen.send({ type: 'release' });
+      await frozen.next('released', 5_000);
+      await frozen.exited;
+    }
+    expect(await worlds.keys()).toEqual([]);
+  }, 60_000);
+
   it('inspectPermits: limit, used, each holder (owner, host, pid, app, lease left), waiting, the last fencing token', async () => {
     const [a, b] = [worlds.engine({ appName: 'permits-a' }), worlds.engine({ appName: 'permits-b' })];
     expect(await a.inspectPermits('k')).toBeNull();
