@@ -286,12 +286,13 @@ describe.each(PERMIT_KINDS)('semaphores (%s store)', (kind) => {
     expect(await a.inspectPermits('forced')).toBeNull();
   });
 
-  it('a lock and a semaphore never share a key: each kind refuses the other with LockConfigError naming the key, changing nothing', async () => {
+  it('a lock and a semaphore never share a key: each kind refuses the other with LockConfigError naming the key, changing nothing (forceRelease and inspect on a semaphore point to forceReleasePermits / inspectPermits)', async () => {
     const [a, b] = [worlds.engine(), worlds.engine()];
-    const refused = async (attempt: Promise<unknown>, key: string) => {
+    const refused = async (attempt: Promise<unknown>, key: string, pointsTo: string[] = []) => {
       const err = await rejectionOf(attempt);
       expect(err).toBeInstanceOf(LockConfigError);
-      expect(err).toMatchObject({ key, message: expect.stringContaining(`"${key}"`) });
+      expect(err).toMatchObject({ key, option: 'key', message: expect.stringContaining(`"${key}"`) });
+      for (const call of pointsTo) expect((err as Error).message).toContain(call);
     };
     const lock = await a.acquire('lock', { mode: 'read' });
     const lockBefore = still(await a.inspect('lock'));
@@ -310,9 +311,12 @@ describe.each(PERMIT_KINDS)('semaphores (%s store)', (kind) => {
     await refused(b.acquire('sem', { waitTimeoutMs: 1_000 }), 'sem');
     await refused(b.tryAcquire('sem', { mode: 'read' }), 'sem');
     await refused(b.withLock('sem', () => (ran = true), { waitTimeoutMs: 1_000 }), 'sem');
-    await refused(b.inspect('sem'), 'sem');
+    await refused(b.inspect('sem'), 'sem', ['inspectPermits']);
+    // The lock's admin release neither frees the permits nor drops the stored limit: it points to the semaphore's own.
+    await refused(b.forceRelease('sem'), 'sem', ['forceReleasePermits', 'inspectPermits']);
+    await refused(a.forceRelease('sem'), 'sem', ['forceReleasePermits']);
     expect(still(await b.inspectPermits('sem'))).toEqual(semaphoreBefore);
-    expect([ran, lock.isHeld, held.isHeld]).toEqual([false, true, true]);
+    expect([ran, lock.isHeld, held.isHeld, held.signal.aborted]).toEqual([false, true, true, false]);
     expect(await lock.release()).toBe(true);
     expect(await held.release()).toBe(true);
   });

@@ -503,6 +503,25 @@ describe('quorum over 3 independent masters', () => {
     await until(async () => (await onMaster(masters[0], (c) => c.exists(names.state))) === 0, 3_000, 'the remnant on master 0 to be freed');
     expect(errors).toEqual([]);
   }, 30_000);
+
+  it("forceRelease and inspect on a key a semaphore lives under (on every master) are refused with LockConfigError naming the key, changing nothing", async () => {
+    await startMasters();
+    const prefix = uniquePrefix('quorum-kind');
+    // Quorum mode has no semaphores: these were taken by engines on each master alone (another app sharing the masters).
+    const single = masters.map((m) => kit.engine({ redis: m.url, keyPrefix: prefix }));
+    const permits = await Promise.all(single.map((e) => e.acquirePermit('sem', { limit: 2 })));
+    const quorum = engine(prefix);
+    for (const attempt of [quorum.forceRelease('sem'), quorum.inspect('sem')]) {
+      const err = await rejectionOf(attempt);
+      expect(err).toBeInstanceOf(LockConfigError);
+      expect(err).toMatchObject({ key: 'sem', option: 'key', message: expect.stringMatching(/"sem" is a semaphore.*inspectPermits.*forceReleasePermits/) });
+    }
+    for (const [i, e] of single.entries()) {
+      expect(await e.inspectPermits('sem')).toMatchObject({ limit: 2, used: 1, holders: [{ fencingToken: permits[i].fencingToken }] });
+      expect(permits[i].isHeld).toBe(true);
+      expect(await permits[i].release()).toBe(true);
+    }
+  });
 });
 
 describe('quorum mode: the redis option', () => {
