@@ -10,7 +10,7 @@ import type { LockHandle } from '../types/lock.types.js';
 import { Hold, laneOf } from './hold.js';
 import type { HoldKeeper } from './hold-keeper.js';
 import type { Leftovers } from './leftovers.js';
-import { errorText } from './lock-events.js';
+import { errorText, kindOf } from './lock-events.js';
 import type { LockEventBus, LockLogger } from './lock-events.js';
 import { LockHandleImpl } from './lock-handle.js';
 import type { ResolvedAcquireOptions } from './lock-options.js';
@@ -161,6 +161,7 @@ export class Acquirer {
     if (options.holdAtLeastMs > hold.holdAtLeastMs) hold.holdAtLeastMs = options.holdAtLeastMs;
     this.events.emit('acquired', {
       key: hold.key,
+      kind: kindOf(hold.lock),
       mode: hold.mode,
       owner: hold.owner.id,
       waitedMs: performance.now() - start,
@@ -218,20 +219,20 @@ export class Acquirer {
           hold.holdAtLeastMs = options.holdAtLeastMs;
           owner.keep(hold);
           this.keeper.track(hold);
-          this.events.emit('acquired', { key: lock.key, mode, owner: owner.id, waitedMs: performance.now() - start, fencingToken: reply.fencingToken, reentrant: false });
+          this.events.emit('acquired', { key: lock.key, kind: kindOf(lock), mode, owner: owner.id, waitedMs: performance.now() - start, fencingToken: reply.fencingToken, reentrant: false });
           return hold;
         }
         registered = waiting;
         if (waiting) wait?.markRegistered();
         if (!contended) {
           contended = true;
-          this.events.emit('contended', { key: lock.key, mode, owner: owner.id });
+          this.events.emit('contended', { key: lock.key, kind: kindOf(lock), mode, owner: owner.id });
         }
         if (!waiting) return null;
         const remaining = deadline - performance.now();
         if (remaining <= 0) {
           const waitedMs = performance.now() - start;
-          this.events.emit('timeout', { key: lock.key, mode, owner: owner.id, waitedMs });
+          this.events.emit('timeout', { key: lock.key, kind: kindOf(lock), mode, owner: owner.id, waitedMs });
           throw new LockAcquireTimeoutError({ key: lock.key, keys: request.keys, mode, waitedMs, waitTimeoutMs: options.waitTimeoutMs });
         }
         if (!wait) {

@@ -12,6 +12,14 @@ import type { LockLogger } from './lock-events.js';
 import { DEFAULT_REPLICA_WAIT_MS } from './lock-options.js';
 import type { LockEngineSettings } from './lock-options.js';
 
+/**
+ * Why quorum mode has no semaphores (the refusal's message, at call time and, for `@Semaphore` methods, at start-up).
+ */
+export const QUORUM_HAS_NO_SEMAPHORES =
+  'semaphores are not available in quorum mode: masters that each admit `limit` holders admit up to ' +
+  'limit x masters / majority holders in all (3 masters, limit 2: 3 holders), so a quorum cannot bound them; ' +
+  'use one Redis (standalone, Sentinel or Cluster) for semaphores';
+
 /** How long an idle wake-up subscription is kept, in milliseconds. */
 const SUBSCRIPTION_LINGER_MS = 1_000;
 
@@ -57,9 +65,7 @@ export function openEngineStore(
   const noSemaphores = permits
     ? undefined
     : inner instanceof QuorumLockStore
-      ? 'semaphores are not available in quorum mode: masters that each admit `limit` holders admit up to ' +
-        'limit x masters / majority holders in all (3 masters, limit 2: 3 holders), so a quorum cannot bound them; ' +
-        'use one Redis (standalone, Sentinel or Cluster) for semaphores'
+      ? QUORUM_HAS_NO_SEMAPHORES
       : 'this lock store has no semaphores';
   return { store: new BoundedLockStore(router, settings.commandTimeoutMs), backend: inner, permits, noSemaphores, identity };
 }

@@ -5,7 +5,7 @@ import { LockUnavailableError } from '../errors/lock-unavailable.error.js';
 import type { LockStore, ReleaseReply } from '../redis/lock-store.js';
 import type { Hold } from './hold.js';
 import type { LeftoverHold, Leftovers } from './leftovers.js';
-import { errorText } from './lock-events.js';
+import { errorText, kindOf } from './lock-events.js';
 import type { LockEventBus, LockLogger } from './lock-events.js';
 import type { HoldReleaser } from './lock-handle.js';
 import type { LaneWaitLimit } from './deadlines.js';
@@ -91,7 +91,7 @@ export class HoldKeeper implements HoldReleaser {
         this.markLost(hold, 'not-in-redis');
         return false;
       }
-      this.events.emit('released', { key: hold.key, mode: hold.mode, owner: owner.id, heldMs: performance.now() - hold.acquiredAt });
+      this.events.emit('released', { key: hold.key, kind: kindOf(hold.lock), mode: hold.mode, owner: owner.id, heldMs: performance.now() - hold.acquiredAt });
       return true;
     } finally {
       this.watchdog.remove(hold);
@@ -164,7 +164,7 @@ export class HoldKeeper implements HoldReleaser {
     if (reason === 'not-in-redis') hold.freed = true;
     else if (!hold.ended) this.free(hold);
     this.trouble.lost(error);
-    this.events.emit('lost', { key: hold.key, mode: hold.mode, owner: hold.owner.id, heldMs: performance.now() - hold.acquiredAt, error });
+    this.events.emit('lost', { key: hold.key, kind: kindOf(hold.lock), mode: hold.mode, owner: hold.owner.id, heldMs: performance.now() - hold.acquiredAt, error });
   }
 
   /** Ends the local holds of `token` on `key` (released by token, maybe from another process). */

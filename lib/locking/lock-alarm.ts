@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { Hold } from './hold.js';
+import { kindOf } from './lock-events.js';
 import type { HeldTooLongEvent } from './lock-events.js';
 import type { LockInfo } from '../types/lock.types.js';
 import type { WaitRecord } from './waiting.js';
@@ -59,6 +60,7 @@ export class LockAlarm {
         this.holdAlarmed.add(hold);
         this.report({
           key: hold.key,
+          kind: kindOf(hold.lock),
           mode: hold.mode,
           owner: hold.owner.id,
           detectedBy: 'holder',
@@ -77,10 +79,10 @@ export class LockAlarm {
           .then((info) => {
             const holders = (info?.holders ?? []).map((h) => ({ owner: h.owner, host: h.host, pid: h.pid, app: h.app, mode: h.mode, since: h.since }));
             const oldest = holders.reduce((min, h) => Math.min(min, h.since.getTime()), Date.now());
-            this.report({ key: wait.key, mode: wait.mode, owner: wait.owner, detectedBy: 'waiter', heldMs: Date.now() - oldest, waitedMs, holders });
+            this.report({ key: wait.key, kind: wait.kind, mode: wait.mode, owner: wait.owner, detectedBy: 'waiter', heldMs: Date.now() - oldest, waitedMs, holders });
           })
           .catch(() => {
-            this.report({ key: wait.key, mode: wait.mode, owner: wait.owner, detectedBy: 'waiter', heldMs: 0, waitedMs, holders: [] });
+            this.report({ key: wait.key, kind: wait.kind, mode: wait.mode, owner: wait.owner, detectedBy: 'waiter', heldMs: 0, waitedMs, holders: [] });
           });
       }
     }

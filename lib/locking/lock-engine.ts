@@ -188,8 +188,8 @@ export class LockEngine {
   }
 
   /**
-   * Frees `key` whoever holds it; holders find out at their next renewal. Resolves `true` if it was held.
-   * @throws {LockUnavailableError} when Redis cannot be reached or does not answer within `commandTimeoutMs`.
+   * Frees `key` whoever holds it (holders learn it at their next renewal); `true` if it was held. On a semaphore's key:
+   * `LockConfigError`, nothing changed (`forceReleasePermits`). @throws {LockUnavailableError} no answer in `commandTimeoutMs`.
    */
   async forceRelease(key: string): Promise<boolean> {
     const lock = this.parts.store.lock(validateLockKey(key));

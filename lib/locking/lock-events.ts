@@ -1,9 +1,20 @@
 import { EventEmitter } from 'node:events';
 import type { LockLostError } from '../errors/lock-lost.error.js';
+import type { LockRef } from '../redis/lock-store.js';
+import { isPermitRef } from '../redis/permit-store.js';
 import type { LockMode } from '../types/lock.types.js';
+
+/** What an event is about: a lock, or a permit of a semaphore (`acquirePermit`, `@Semaphore`; its `mode` is `'write'`). */
+export type LockKind = 'lock' | 'semaphore';
+
+/** @internal The kind of the lock or semaphore `ref` names. */
+export function kindOf(ref: LockRef): LockKind {
+  return isPermitRef(ref) ? 'semaphore' : 'lock';
+}
 
 interface LockEventBase {
   readonly key: string;
+  readonly kind: LockKind;
   readonly mode: LockMode;
   /** Owner context id (`<instance id>:<n>`), not the secret token. */
   readonly owner: string;

@@ -11,7 +11,7 @@ import { currentOwner } from './owner-context.js';
 export async function acquireOrSkip(
   attempt: () => Promise<LockHandle | null>,
   events: LockEventBus,
-  what: { readonly key: string; readonly mode: LockMode; readonly owner: string },
+  what: { readonly key: string; readonly kind: 'lock'; readonly mode: LockMode; readonly owner: string },
 ): Promise<LockHandle | null> {
   try {
     const handle = await attempt();
@@ -25,6 +25,6 @@ export async function acquireOrSkip(
 }
 
 /** What a `skipped` event says of a call on `keys` (its first key) in the current owner context. */
-export function skipped(keys: string | readonly string[], options: AcquireOptions, instanceId: string): { key: string; mode: LockMode; owner: string } {
-  return { key: Array.isArray(keys) ? String(keys[0]) : String(keys), mode: options.mode ?? 'write', owner: currentOwner(instanceId).id };
+export function skipped(keys: string | readonly string[], options: AcquireOptions, instanceId: string): { key: string; kind: 'lock'; mode: LockMode; owner: string } {
+  return { key: Array.isArray(keys) ? String(keys[0]) : String(keys), kind: 'lock', mode: options.mode ?? 'write', owner: currentOwner(instanceId).id };
 }

@@ -1,11 +1,14 @@
 import type { LockRef, LockStore, WaitingCall, WakeUp, WakeUpSubscription } from '../redis/lock-store.js';
 import { WAITER_HEARTBEAT_MS } from '../redis/lua-scripts.js';
 import type { LockMode } from '../types/lock.types.js';
+import { kindOf } from './lock-events.js';
+import type { LockKind } from './lock-events.js';
 import { WaitSignal } from './wait-signal.js';
 
 /** A waiting acquisition, as the deadlock alarm sees it. */
 export interface WaitRecord {
   readonly key: string;
+  readonly kind: LockKind;
   readonly mode: LockMode;
   /** Owner id of the waiter. */
   readonly owner: string;
@@ -101,6 +104,7 @@ export class WaitingRoom {
 /** One acquisition's wait: its wake-up subscription, a one-shot wake-up signal, and its alarm record. */
 export class Wait implements WaitRecord {
   readonly key: string;
+  readonly kind: LockKind;
   readonly mode: LockMode;
   alarmed = false;
   /** Whether the store has the waiter registered (an attempt was refused): the heartbeat renews it then. */
@@ -118,6 +122,7 @@ export class Wait implements WaitRecord {
     private readonly onRegistered: () => void,
   ) {
     this.key = call.lock.key;
+    this.kind = kindOf(call.lock);
     this.mode = call.mode;
     const { waiterId, mode } = call;
     this.subscription = store.listen(call.lock, (wakeUp) => {

@@ -1,11 +1,14 @@
 import { Module } from '@nestjs/common';
 import type { ConfigurableModuleCls } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
 import { LockService } from './lock.service.js';
+import { SemaphoreStartupCheck } from './semaphore-startup-check.js';
 import type { RedisLockModuleOptions } from './redis-lock-module-options.interface.js';
 import { ConfigurableRedisLockModule } from './redis-lock.module-definition.js';
 
 /**
- * Provides `LockService`; the lock decorators work once it is initialised.
+ * Provides `LockService`; the lock decorators work once it is initialised. In quorum mode, an application with
+ * `@Semaphore` methods does not start (`SemaphoreStartupCheck`).
  *
  * @example
  * RedisLockModule.forRoot({ redis: 'redis://127.0.0.1:6379', isGlobal: true })
@@ -15,7 +18,7 @@ import { ConfigurableRedisLockModule } from './redis-lock.module-definition.js';
  *   useFactory: (config: ConfigService) => ({ redis: config.getOrThrow('REDIS_URL') }),
  * })
  */
-@Module({ providers: [LockService], exports: [LockService] })
+@Module({ imports: [DiscoveryModule], providers: [LockService, SemaphoreStartupCheck], exports: [LockService] })
 export class RedisLockModule extends (ConfigurableRedisLockModule as ConfigurableModuleCls<
   RedisLockModuleOptions,
   'forRoot',

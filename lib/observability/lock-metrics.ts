@@ -33,8 +33,8 @@ export const LOCK_METRICS = Object.freeze({
 
 /**
  * Records the engine's events as OpenTelemetry metrics: wait and hold time histograms (ms), counters for
- * acquisitions, contention, timeouts, lost locks, held-too-long alarms and skipped calls, tagged by `lock.mode` (and `lock.key`
- * when opted in). Returns a function that detaches it.
+ * acquisitions, contention, timeouts, lost locks, held-too-long alarms and skipped calls, tagged by `lock.kind` (`'lock'`
+ * or `'semaphore'`) and `lock.mode` (and `lock.key` when opted in). Returns a function that detaches it.
  */
 export function attachLockMetrics(engine: LockEngine, meter: MeterLike, options: Omit<LockMetricsOptions, 'meter'> = {}): () => void {
   const waitDuration = meter.createHistogram(LOCK_METRICS.waitDuration, { description: 'Time spent acquiring a lock', unit: 'ms' });
@@ -45,8 +45,8 @@ export function attachLockMetrics(engine: LockEngine, meter: MeterLike, options:
   const lost = meter.createCounter(LOCK_METRICS.lost, { description: 'Locks lost while held' });
   const heldTooLong = meter.createCounter(LOCK_METRICS.heldTooLong, { description: 'Holds or waits past their alarm threshold' });
   const skipped = meter.createCounter(LOCK_METRICS.skipped, { description: "Calls not run because the lock was busy or Redis unavailable (ifLocked: 'skip')" });
-  const attrs = (e: { key: string; mode: string }): Record<string, string> =>
-    options.keyAttribute ? { 'lock.mode': e.mode, 'lock.key': e.key } : { 'lock.mode': e.mode };
+  const attrs = (e: { key: string; kind: string; mode: string }): Record<string, string> =>
+    options.keyAttribute ? { 'lock.kind': e.kind, 'lock.mode': e.mode, 'lock.key': e.key } : { 'lock.kind': e.kind, 'lock.mode': e.mode };
   const offs = [
     engine.on('acquired', (e) => {
       const a = { ...attrs(e), 'lock.reentrant': String(e.reentrant) };

@@ -626,13 +626,15 @@ return out
 
 /**
  * Administrative release: frees the lock whoever holds it. No ARGV.
- * Returns 1 if the lock was held.
+ * Returns 1 if the lock was held, 0 if not, -1 when a semaphore lives under this key (nothing changed: its permits
+ * are freed with PERMIT_FORCE_RELEASE, which keeps its stored limit).
  */
 export const FORCE_RELEASE = script(
   'force-release',
   PRELUDE +
     `
 local K = lockKeys(KEYS)
+if redis.call('HEXISTS', K.state, 'n') == 1 then return -1 end
 local now = clock()
 local live = redis.call('ZCOUNT', K.leases, '(' .. now, '+inf')
 if live == 0 and redis.call('EXISTS', K.leases) == 0 then

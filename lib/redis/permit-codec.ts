@@ -4,8 +4,8 @@ import { decodeHolder } from './lock-script-codec.js';
 import type { AcquireCall, AcquireReply } from './lock-store.js';
 
 /**
- * The semaphore scripts' side of the wire (`permit-scripts.ts`): PERMIT_ACQUIRE's ARGV and reply, and INSPECT's reply
- * read as a semaphore's.
+ * The semaphore scripts' side of the wire (`permit-scripts.ts`): PERMIT_ACQUIRE's ARGV and reply, and PERMIT_INSPECT's reply
+ * decoded.
  */
 
 /** PERMIT_ACQUIRE's ARGV: token, flags (`w`, `f` fair), leaseMs, seq, holder identity + owner, waiter id, limit. */
@@ -21,7 +21,7 @@ export function permitReply(key: string, raw: unknown): { reply: AcquireReply; l
   return { reply: { granted: false, retryInMs: value, blockedBy: detail === 5 ? 'fair-queue' : 'writer' }, limit };
 }
 
-/** INSPECT's reply (`lua-scripts.ts`) of a semaphore's keys; `null` when it has no state, or is a lock's. */
+/** PERMIT_INSPECT's reply (`permit-control-scripts.ts`, INSPECT's shape) of a semaphore's keys; `null` when it has no state, or is a lock's. */
 export function permitInspectReply(key: string, raw: unknown): PermitInfo | null {
   const [now, fields, leases, waiting] = raw as [number, string[], string[], number, number];
   const state = new Map<string, string>();

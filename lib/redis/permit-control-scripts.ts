@@ -127,3 +127,25 @@ settle(K, now)
 return tonumber(st[1] or '0')
 `,
 );
+
+/**
+ * Read-only snapshot for `inspectPermits`, in INSPECT's reply shape (`permit-codec.ts` decodes it): {now, stateFields
+ * (flat HGETALL), live leases (flat token/expiry), live waiters (fair and not), 0}. Only permits with a running lease
+ * are listed: a holder record whose lease ran out (its leases set may be gone too, while a stored limit keeps the
+ * state) is a permit that ran out, never the lock's single-holder form that INSPECT reads from the state's expiry.
+ */
+export const PERMIT_INSPECT = luaScript(
+  'permit-inspect',
+  `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local live = '(' .. now
+return {
+  now,
+  redis.call('HGETALL', KEYS[1]),
+  redis.call('ZRANGEBYSCORE', KEYS[2], live, '+inf', 'WITHSCORES'),
+  redis.call('ZCOUNT', KEYS[3], live, '+inf') + redis.call('ZCOUNT', KEYS[6], live, '+inf'),
+  0
+}
+`,
+);

@@ -16,7 +16,7 @@ import { CLAIM_MS, WAITER_LEASE_MS } from './lua-scripts.js';
  * other apart. A permit is held exactly while its token has a running lease in the leases set: the state may outlive
  * every lease (a stored limit, waiters), so a holder record without its lease is a permit that ran out, never the
  * lock's single-holder form. Hence renewals and extensions of their own (PERMIT_RENEW_MANY, PERMIT_EXTEND), which
- * never bring such a permit back; INSPECT's reply is decoded by `permit-codec.ts`.
+ * never bring such a permit back, and an inspection of its own (PERMIT_INSPECT), which never lists one.
  *
  * The stored limit `n` is written by the first grant and applies to every later caller until the semaphore is idle
  * (no holder, no waiter) and its state is gone, or until SET_LIMIT changes it (which keeps it for a day, idle or not).

@@ -1,6 +1,6 @@
 import type { LuaScript } from './lua-scripts.js';
 import { batched, luaScript, sharded } from './lua-scripts.js';
-import { PERMIT_CANCEL_WAIT, PERMIT_FORCE_RELEASE, PERMIT_KEEP_WAITING, PERMIT_SET_LIMIT } from './permit-control-scripts.js';
+import { PERMIT_CANCEL_WAIT, PERMIT_FORCE_RELEASE, PERMIT_INSPECT, PERMIT_KEEP_WAITING, PERMIT_SET_LIMIT } from './permit-control-scripts.js';
 import { PERMIT_PRELUDE as PRELUDE } from './permit-prelude.js';
 
 // The semaphore scripts of holding a permit: acquire, release, renew, extend (key layout and helpers:
@@ -205,6 +205,7 @@ export const PERMIT_SCRIPTS: readonly LuaScript[] = [PERMIT_ACQUIRE_BATCH, PERMI
   PERMIT_KEEP_WAITING,
   PERMIT_FORCE_RELEASE,
   PERMIT_SET_LIMIT,
+  PERMIT_INSPECT,
 ];
 
 /** The semaphore scripts and their Cluster (SPUBLISH) variants. */

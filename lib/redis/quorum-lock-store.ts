@@ -18,7 +18,7 @@ import type {
 } from './lock-store.js';
 import { acquireOnQuorum, withDrift } from './quorum-grant.js';
 import { QuorumMasters, laneOf } from './quorum-masters.js';
-import { QuorumFailure, countOf, noop } from './quorum-outcomes.js';
+import { QuorumFailure, countOf, noop, throwRefusal } from './quorum-outcomes.js';
 import { describeQuorumFailure, majorityPing, majorityView } from './quorum-reports.js';
 import { QuorumUndo } from './quorum-undo.js';
 
@@ -159,13 +159,14 @@ export class QuorumLockStore implements LockStore {
     return waits.map((_, i) => (answered.some((r) => r[i] === 'attempt') ? 'attempt' : 'waiting'));
   }
 
-  /** Frees the lock on every master; `true` if any master had it held. */
+  /** Frees the lock on every master; `true` if any master had it held. Refused where a semaphore lives under the key. */
   async forceRelease(lock: LockRef): Promise<boolean> {
     const outcomes = await this.masters.gather(
       this.masters.list.map((m) => m.store.forceRelease(lock)),
       this.masters.bound(),
       (outs) => outs.every(Boolean),
     );
+    throwRefusal(outcomes);
     return this.masters.answeredOrThrow(outcomes).some(Boolean);
   }
 
@@ -176,6 +177,7 @@ export class QuorumLockStore implements LockStore {
       this.masters.bound(),
       (outs) => outs.every(Boolean),
     );
+    throwRefusal(outcomes);
     return majorityView(lock.key, this.masters.answeredOrThrow(outcomes), this.masters.quorum);
   }
 

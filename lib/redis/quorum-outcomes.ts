@@ -1,3 +1,4 @@
+import { LockConfigError } from '../errors/lock-config.error.js';
 import { TIMED_OUT } from './redis-failures.js';
 
 /** What one master's call gave: its answer, or its failure (`TIMED_OUT` when it did not answer in time). */
@@ -50,3 +51,11 @@ export function noop(): void {}
 
 /** The outcome a suspect master counts as while it has not answered (see `QuorumMasters.gather`). */
 export const SUSPECT: Outcome<never> = Object.freeze({ ok: false, error: TIMED_OUT });
+
+/**
+ * Throws the first master's refusal among `outcomes` (`LockConfigError`: e.g. a semaphore lives under the key there,
+ * and that master changed nothing): a refusal answers the call, it is no failure to reach Redis.
+ */
+export function throwRefusal<T>(outcomes: readonly (Outcome<T> | undefined)[]): void {
+  for (const o of outcomes) if (o && !o.ok && o.error instanceof LockConfigError) throw o.error;
+}

@@ -4,6 +4,7 @@ import { openConnections, watchConnection } from './connection.js';
 import type { LockConnections, RedisClient, RedisConnectionInput } from './connection.js';
 import type { Cluster, Redis } from 'ioredis';
 import { lockKeys } from './key-layout.js';
+import { kindConflict } from './kind-conflict.js';
 import type { LockKeys } from './key-layout.js';
 import { LeaseRenewals, RENEW_CHUNK, chunks, groupBy } from './lease-renewals.js';
 import { acquireArgs, acquireReply, decodeWakeUp, holderIdentity, inspectReply, modeCode, releaseReply } from './lock-script-codec.js';
@@ -170,8 +171,11 @@ export class RedisLockStore implements LockStore {
   }
 
   /** FORCE_RELEASE. No ARGV. Reply 1 if it was held. */
+  /** FORCE_RELEASE. No ARGV. Refused (`LockConfigError`, nothing changed) on a semaphore's key. */
   async forceRelease(lock: LockRef): Promise<boolean> {
-    return (await this.gateway.run(FORCE_RELEASE, (lock as LockKeys).all, [])) === 1;
+    const reply = await this.gateway.run(FORCE_RELEASE, (lock as LockKeys).all, []);
+    if (reply === -1) throw kindConflict(lock.key, 'semaphore');
+    return reply === 1;
   }
 
   /** INSPECT. No ARGV. Reply decoded by `inspectReply`. */

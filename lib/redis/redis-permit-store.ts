@@ -19,9 +19,8 @@ import type {
   WakeUp,
   WakeUpSubscription,
 } from './lock-store.js';
-import { INSPECT } from './lua-scripts.js';
 import { permitArgs, permitInspectReply, permitReply } from './permit-codec.js';
-import { PERMIT_CANCEL_WAIT, PERMIT_FORCE_RELEASE, PERMIT_KEEP_WAITING, PERMIT_SET_LIMIT } from './permit-control-scripts.js';
+import { PERMIT_CANCEL_WAIT, PERMIT_FORCE_RELEASE, PERMIT_INSPECT, PERMIT_KEEP_WAITING, PERMIT_SET_LIMIT } from './permit-control-scripts.js';
 import { PERMIT_ACQUIRE, PERMIT_ACQUIRE_BATCH, PERMIT_EXTEND, PERMIT_RELEASE, PERMIT_RELEASE_BATCH, PERMIT_RENEW_MANY } from './permit-scripts.js';
 import type { PermitHolder, PermitRef, PermitStore } from './permit-store.js';
 import type { RedisLockStore } from './redis-lock-store.js';
@@ -174,7 +173,7 @@ export class RedisPermitStore implements PermitStore {
   }
 
   async inspectPermits(ref: PermitRef): Promise<PermitInfo | null> {
-    const info = permitInspectReply(ref.key, await this.locks.gateway.run(INSPECT, (ref as PermitKeys).all, []));
+    const info = permitInspectReply(ref.key, await this.locks.gateway.run(PERMIT_INSPECT, (ref as PermitKeys).all, []));
     if (info) this.remember(ref.key, info.limit);
     return info;
   }

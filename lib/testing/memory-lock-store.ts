@@ -105,7 +105,10 @@ export class MemoryLockStore implements LockStore {
   }
 
   async forceRelease(lock: LockRef): Promise<boolean> {
-    return this.run(lock, (s, x) => scripts.forceRelease(s, x));
+    return this.run(lock, (s, x) => {
+      if (s.limit !== undefined) throw kindConflict(lock.key, 'semaphore');
+      return scripts.forceRelease(s, x);
+    });
   }
 
   async inspect(lock: LockRef): Promise<LockInfo | null> {

@@ -80,4 +80,30 @@ describe('events and the held-too-long alarm', () => {
     expect(alarms).toHaveLength(1);
     await h.release();
   });
+
+  it("reports a waiter on a semaphore stuck past waitWarningMs once, naming the semaphore's holders read from Redis", async () => {
+    const holderEngine = kit.engine({ holdWarningMs: 0, waitWarningMs: 0, appName: 'permit-app' });
+    const warnings: string[] = [];
+    const waiterEngine = kit.engine({
+      keyPrefix: holderEngine.settings.keyPrefix,
+      holdWarningMs: 0,
+      waitWarningMs: 150,
+      logger: { warn: (m) => warnings.push(m), error: () => undefined },
+    });
+    const alarms: HeldTooLongEvent[] = [];
+    waiterEngine.on('held-too-long', (e) => alarms.push(e));
+    const permits = [await holderEngine.acquirePermit('exports', { limit: 2 }), await holderEngine.acquirePermit('exports', { limit: 2 })];
+    const waiting = waiterEngine.acquirePermit('exports', { limit: 2, waitTimeoutMs: 600 }).catch((e: unknown) => e);
+    await until(() => alarms.length > 0, 2_000, 'the waiter-side alarm');
+    expect(alarms[0]).toMatchObject({ key: 'exports', detectedBy: 'waiter', mode: 'write' });
+    expect(alarms[0].waitedMs).toBeGreaterThanOrEqual(150);
+    expect(alarms[0].holders).toHaveLength(2);
+    for (const holder of alarms[0].holders) expect(holder).toMatchObject({ app: 'permit-app', pid: process.pid, mode: 'write' });
+    const owners = (await holderEngine.inspectPermits('exports'))!.holders.map((h) => h.owner).sort();
+    expect(alarms[0].holders.map((h) => h.owner).sort()).toEqual(owners);
+    expect(warnings.filter((w) => w.includes('"exports"') && w.includes('permit-app'))).toHaveLength(1);
+    expect(await waiting).toBeInstanceOf(LockAcquireTimeoutError);
+    expect(alarms).toHaveLength(1);
+    for (const permit of permits) await permit.release();
+  });
 });

@@ -66,6 +66,32 @@ describe('OpenTelemetry metrics', () => {
     expect(m.get(LOCK_METRICS.acquired)!.every((p) => !('lock.key' in p.attributes))).toBe(true);
   });
 
+  it("tells semaphores from locks: attribute lock.kind is 'semaphore' for permits, 'lock' for locks", async () => {
+    const { locks, collect } = await setup(false);
+    await locks.withLock('l', () => undefined);
+    const held = await locks.acquirePermit('s', { limit: 1 });
+    await expect(locks.acquirePermit('s', { limit: 1, waitTimeoutMs: 40 })).rejects.toBeInstanceOf(LockAcquireTimeoutError);
+    await held.release();
+    const taken = await locks.acquirePermit('s', { limit: 1 });
+    await locks.forceReleasePermits('s');
+    expect(taken.signal.aborted).toBe(true);
+
+    const m = await collect();
+    const sum = (name: string, kind: string) =>
+      (m.get(name) ?? [])
+        .filter((p) => p.attributes['lock.kind'] === kind)
+        .reduce((acc, p) => acc + (typeof p.value === 'number' ? p.value : (p.value as { count: number }).count), 0);
+    expect([sum(LOCK_METRICS.acquired, 'lock'), sum(LOCK_METRICS.holdDuration, 'lock')]).toEqual([1, 1]);
+    expect(sum(LOCK_METRICS.acquired, 'semaphore')).toBe(2);
+    expect(sum(LOCK_METRICS.waitDuration, 'semaphore')).toBe(2);
+    expect(sum(LOCK_METRICS.contended, 'semaphore')).toBe(1);
+    expect(sum(LOCK_METRICS.timeouts, 'semaphore')).toBe(1);
+    expect(sum(LOCK_METRICS.holdDuration, 'semaphore')).toBe(1);
+    expect(sum(LOCK_METRICS.lost, 'semaphore')).toBe(1);
+    // Every data point says its kind (a permit's mode is 'write', which alone cannot tell it from a write lock).
+    for (const points of m.values()) for (const p of points) expect(['lock', 'semaphore']).toContain(p.attributes['lock.kind']);
+  });
+
   it('adds the lock key as an attribute only when asked', async () => {
     const { locks, collect } = await setup(true);
     await locks.withLock('keyed', () => undefined);

@@ -9,6 +9,7 @@ import { Redis } from 'ioredis';
 import type { Cluster } from 'ioredis';
 import type { WorkerRedis, WorkerTask } from '../fixtures/worker-protocol.js';
 import { keysUnder, redisUrl } from '../support/redis.js';
+import { lockKeys } from '../../lib/redis/key-layout.js';
 import { WorkerProcess } from '../support/worker-process.js';
 
 /**
@@ -104,6 +105,31 @@ export class LockWorlds {
     }
     if (this.kind !== 'redis') throw new Error(`no single Redis client for the ${this.kind} kind`);
     return this.kit.redis();
+  }
+
+  /**
+   * Records every wake-up published for `key` from now on, as its message (a waiter id, `f:<id>` for a fair one):
+   * a plain client SUBSCRIBEd to the key's channel, SSUBSCRIBEd on the master of its slot on a Cluster, a listener
+   * of the memory world. Closed by `closeAll`.
+   */
+  async wakeUps(key: string): Promise<string[]> {
+    const seen: string[] = [];
+    if (this.kind === 'memory') {
+      const listener = { onWakeUp: (w: unknown) => seen.push(typeof w === 'string' ? w : (w as { waiterId: string }).waiterId), onError: () => undefined, stopped: false };
+      const stop = this.world.listen(this.prefix, key, listener);
+      this.kit.add(async () => stop());
+      return seen;
+    }
+    if (this.masters) throw new Error('quorum mode has no semaphores, hence no wake-ups to count');
+    const { channel } = lockKeys(this.prefix, key);
+    const at = this.cluster ? await this.cluster.cluster.masterFor(channel) : undefined;
+    const client = at ? new Redis({ host: at.host, port: at.port }) : new Redis(redisUrl());
+    this.kit.add(async () => client.disconnect());
+    client.on('message', (_channel: string, message: string) => seen.push(message));
+    client.on('smessage', (_channel: string, message: string) => seen.push(message));
+    if (at) await client.ssubscribe(channel);
+    else await client.subscribe(channel);
+    return seen;
   }
 
   /** Where a worker process's engine (test/fixtures/lock-worker.ts) connects to reach this world. */

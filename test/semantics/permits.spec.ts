@@ -87,6 +87,34 @@ describe.each(PERMIT_KINDS)('semaphores (%s store)', (kind) => {
     expect(await a.inspectPermits('k')).toBeNull();
   });
 
+  it.each([false, true])('a release wakes exactly as many waiters as permits it freed, never all of them (fair: %s): wake-ups counted on the channel', async (fair) => {
+    const [a, b, c] = [worlds.engine(), worlds.engine(), worlds.engine()];
+    const options = { limit: 3, leaseMs: 10_000, waitTimeoutMs: 30_000, fair };
+    const held = [await a.acquirePermit('k', options), await a.acquirePermit('k', options), await a.acquirePermit('k', options)];
+    const wakeUps = await worlds.wakeUps('k');
+    const waiters: Tracked<PermitHandle>[] = [];
+    for (const engine of [b, c, b, c, b]) waiters.push(await waiting(engine, () => engine.acquirePermit('k', options)));
+    const granted = () => waiters.filter((w) => w.settled).length;
+    await sleep(300);
+    expect(wakeUps).toEqual([]); // registering, and the heartbeats of 5 waiters, wake nobody while every permit is taken
+    // One permit freed: one wake-up, one grant.
+    await held[0].release();
+    await until(() => granted() === 1, 5_000, 'a waiter to get the freed permit');
+    await sleep(300);
+    expect([wakeUps.length, granted()]).toEqual([1, 1]);
+    // Two freed at once (the limit raised from 3 to 5): two wake-ups, two grants, the last two waiters still wait.
+    expect(await a.setPermitLimit('k', 5)).toBe(3);
+    await until(() => granted() === 3, 5_000, 'two waiters to get the two new permits');
+    await sleep(300);
+    expect([wakeUps.length, granted()]).toEqual([3, 3]);
+    expect(new Set(wakeUps).size).toBe(3); // three different waiters, each woken once
+    expect(await a.inspectPermits('k')).toMatchObject({ used: 5, waiting: 2 });
+    for (const permit of held.slice(1)) expect(await permit.release()).toBe(true);
+    await Promise.all(waiters.map(async (w) => expect(await (await w.promise).release()).toBe(true)));
+    expect(await a.inspectPermits('k')).toMatchObject({ used: 0, waiting: 0 });
+    await worlds.dropKeys(); // the limit setPermitLimit keeps for a day
+  });
+
   it.each([1, 2])('fair: true serves waiters in arrival order (limit %i)', async (limit) => {
     const engines = [worlds.engine(), worlds.engine()];
     const options = { limit, leaseMs: 10_000, waitTimeoutMs: 30_000, fair: true };
@@ -258,12 +286,13 @@ describe.each(PERMIT_KINDS)('semaphores (%s store)', (kind) => {
     expect(await a.inspectPermits('forced')).toBeNull();
   });
 
-  it('a lock and a semaphore never share a key: each kind refuses the other with LockConfigError naming the key, changing nothing', async () => {
+  it('a lock and a semaphore never share a key: each kind refuses the other with LockConfigError naming the key, changing nothing (forceRelease and inspect on a semaphore point to forceReleasePermits / inspectPermits)', async () => {
     const [a, b] = [worlds.engine(), worlds.engine()];
-    const refused = async (attempt: Promise<unknown>, key: string) => {
+    const refused = async (attempt: Promise<unknown>, key: string, pointsTo: string[] = []) => {
       const err = await rejectionOf(attempt);
       expect(err).toBeInstanceOf(LockConfigError);
-      expect(err).toMatchObject({ key, message: expect.stringContaining(`"${key}"`) });
+      expect(err).toMatchObject({ key, option: 'key', message: expect.stringContaining(`"${key}"`) });
+      for (const call of pointsTo) expect((err as Error).message).toContain(call);
     };
     const lock = await a.acquire('lock', { mode: 'read' });
     const lockBefore = still(await a.inspect('lock'));
@@ -282,9 +311,12 @@ describe.each(PERMIT_KINDS)('semaphores (%s store)', (kind) => {
     await refused(b.acquire('sem', { waitTimeoutMs: 1_000 }), 'sem');
     await refused(b.tryAcquire('sem', { mode: 'read' }), 'sem');
     await refused(b.withLock('sem', () => (ran = true), { waitTimeoutMs: 1_000 }), 'sem');
-    await refused(b.inspect('sem'), 'sem');
+    await refused(b.inspect('sem'), 'sem', ['inspectPermits']);
+    // The lock's admin release neither frees the permits nor drops the stored limit: it points to the semaphore's own.
+    await refused(b.forceRelease('sem'), 'sem', ['forceReleasePermits', 'inspectPermits']);
+    await refused(a.forceRelease('sem'), 'sem', ['forceReleasePermits']);
     expect(still(await b.inspectPermits('sem'))).toEqual(semaphoreBefore);
-    expect([ran, lock.isHeld, held.isHeld]).toEqual([false, true, true]);
+    expect([ran, lock.isHeld, held.isHeld, held.signal.aborted]).toEqual([false, true, true, false]);
     expect(await lock.release()).toBe(true);
     expect(await held.release()).toBe(true);
   });
@@ -376,6 +408,34 @@ describe.each(PERMIT_KINDS)('semaphores (%s store)', (kind) => {
     expect(await next.release()).toBe(true);
   });
 
+  processIt('a holder frozen past its lease (SIGSTOP), its permit untaken meanwhile, learns on thawing that it lost it, and its renewals never grant it again (redis-semaphore 175)', async () => {
+    const a = worlds.engine();
+    const leaseMs = 1_000;
+    // A stored limit keeps the semaphore's state (and the frozen holder's record in it) once its lease ran out, as a
+    // busy semaphore's state lives on: only the lease says whether the permit is held.
+    await a.setPermitLimit('k', 1);
+    const holder = worlds.worker({ kind: 'permit', redis: worlds.workerRedis, prefix: worlds.keyPrefix, key: 'k', limit: 1, leaseMs, fair: false, waitTimeoutMs: 10_000 });
+    const held = await holder.next('held', 20_000);
+    await sleep(leaseMs * 1.5); // renewed (autoExtend) while it runs
+    expect((await a.inspectPermits('k'))?.holders.map((h) => h.fencingToken)).toEqual([held.fencingToken]);
+    process.kill(holder.pid, 'SIGSTOP');
+    await sleep(leaseMs * 2.5);
+    expect(await a.inspectPermits('k')).toMatchObject({ used: 0, holders: [] }); // ran out; nobody took it
+    process.kill(holder.pid, 'SIGCONT');
+    const lost = await holder.next('lost', 5_000);
+    expect(lost).toMatchObject({ error: 'LockLostError', isHeld: false });
+    await sleep(leaseMs); // the renewals the thawed holder's watchdog would send
+    expect(await a.inspectPermits('k')).toMatchObject({ limit: 1, used: 0, holders: [] });
+    const next = await a.tryAcquirePermit('k', { limit: 1 });
+    expect(next?.isHeld).toBe(true);
+    expect(next!.fencingToken).toBeGreaterThan(held.fencingToken);
+    holder.send({ type: 'release' });
+    await holder.next('released', 5_000);
+    expect((await a.inspectPermits('k'))?.holders.map((h) => h.fencingToken)).toEqual([next!.fencingToken]);
+    expect(await next!.release()).toBe(true);
+    await worlds.dropKeys();
+  }, 30_000);
+
   processIt('a waiter named by a wake-up whose process died is passed over: the next live waiter gets the permit within 1.5 s', async () => {
     const [a, b] = [worlds.engine(), worlds.engine()];
     for (const fair of [false, true]) {
@@ -395,6 +455,34 @@ describe.each(PERMIT_KINDS)('semaphores (%s store)', (kind) => {
     // The dead waiters' registrations run out by themselves.
     await until(async () => (await worlds.keys()).length === 0, 5_000, 'the dead waiters to be gone');
   });
+
+  processIt('a frozen waiter (SIGSTOP) is passed over within a second; thawed, it finds its turn gone, waits again and gets a permit after', async () => {
+    const [a, b] = [worlds.engine(), worlds.engine()];
+    for (const fair of [true, false]) {
+      const key = `k-${String(fair)}`;
+      const held = await a.acquirePermit(key, { limit: 1, leaseMs: 10_000 });
+      const task = { redis: worlds.workerRedis, prefix: worlds.keyPrefix, key, limit: 1, leaseMs: 10_000, fair, waitTimeoutMs: 30_000 };
+      const frozen = worlds.worker({ kind: 'permit', ...task });
+      await frozen.next('waiting', 20_000);
+      process.kill(frozen.pid, 'SIGSTOP');
+      const live = await waiting(b, () => b.acquirePermit(key, { limit: 1, fair, waitTimeoutMs: 10_000 }));
+      const releasedAt = performance.now();
+      await held.release();
+      const next = await live.promise;
+      expect(live.at! - releasedAt).toBeLessThan(1_000);
+      // Thawed while the live waiter holds the only permit: it must not get one too.
+      process.kill(frozen.pid, 'SIGCONT');
+      await sleep(700);
+      expect((await a.inspectPermits(key))?.holders.map((h) => [h.pid, h.fencingToken])).toEqual([[process.pid, next.fencingToken]]);
+      expect(await next.release()).toBe(true);
+      const got = await frozen.next('held', 5_000);
+      expect(got.fencingToken).toBeGreaterThan(next.fencingToken);
+      frozen.send({ type: 'release' });
+      await frozen.next('released', 5_000);
+      await frozen.exited;
+    }
+    expect(await worlds.keys()).toEqual([]);
+  }, 60_000);
 
   it('inspectPermits: limit, used, each holder (owner, host, pid, app, lease left), waiting, the last fencing token', async () => {
     const [a, b] = [worlds.engine({ appName: 'permits-a' }), worlds.engine({ appName: 'permits-b' })];

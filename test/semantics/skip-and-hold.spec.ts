@@ -20,7 +20,7 @@ describe.each(STORE_KINDS)("ifLocked: 'skip' and holdAtLeastMs (%s store)", (kin
     expect(performance.now() - started).toBeLessThan(1_000);
     expect(result).toBeUndefined();
     expect(ran).toBe(false);
-    expect(skipped).toEqual([{ key: 'k', mode: 'write', owner: expect.any(String), reason: 'busy' }]);
+    expect(skipped).toEqual([{ key: 'k', kind: 'lock', mode: 'write', owner: expect.any(String), reason: 'busy' }]);
     await held.release();
     expect(await b.withLock('k', () => 42, { ifLocked: 'skip' })).toBe(42);
     expect(await rejectionOf(b.withLock('k', () => 1, { ifLocked: 'later' as never }))).toBeInstanceOf(LockConfigError);

@@ -1,12 +1,17 @@
 import { performance } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from '@jest/globals';
+import { Controller, Injectable, Post } from '@nestjs/common';
 import { Cluster, Redis } from 'ioredis';
+import { Semaphore } from '../../lib/decorators/semaphore.decorator.js';
+import { WriteLocked } from '../../lib/decorators/write-locked.decorator.js';
 import { LockConfigError } from '../../lib/errors/lock-config.error.js';
 import { LockLostError } from '../../lib/errors/lock-lost.error.js';
 import { LockUnavailableError } from '../../lib/errors/lock-unavailable.error.js';
 import { LockEngine } from '../../lib/locking/lock-engine.js';
 import type { LockEngineOptions } from '../../lib/locking/lock-engine.js';
 import type { AcquireCall } from '../../lib/redis/lock-store.js';
+import { LockService } from '../../lib/nest/lock.service.js';
+import { RedisLockModule } from '../../lib/nest/redis-lock.module.js';
 import { QuorumLockStore } from '../../lib/redis/quorum-lock-store.js';
 import type { WorkerTask } from '../fixtures/worker-protocol.js';
 import { RedisProcess, answersPing } from '../support/faults.js';
@@ -22,6 +27,37 @@ import {
   until,
 } from '../support/lock-test-kit.js';
 import { WorkerProcess } from '../support/worker-process.js';
+
+@Injectable()
+class QuorumReports {
+  @Semaphore('report:<tenant>', { limit: 2 })
+  build(tenant: string): string {
+    return tenant;
+  }
+
+  @WriteLocked('ledger')
+  post(): string {
+    return 'posted';
+  }
+}
+
+@Controller('exports')
+class QuorumExports {
+  @Post()
+  @Semaphore('exports', { limit: 3 })
+  run(): string {
+    return 'exported';
+  }
+}
+
+@Injectable()
+class QuorumLedger {
+  @WriteLocked('ledger')
+  async post(): Promise<string> {
+    await Promise.resolve();
+    return 'posted';
+  }
+}
 
 const COMMAND_TIMEOUT_MS = 1_000;
 /** Slack on top of a documented bound before a test calls it broken, in milliseconds (a loaded 2-core machine). */
@@ -503,6 +539,46 @@ describe('quorum over 3 independent masters', () => {
     await until(async () => (await onMaster(masters[0], (c) => c.exists(names.state))) === 0, 3_000, 'the remnant on master 0 to be freed');
     expect(errors).toEqual([]);
   }, 30_000);
+
+  it("forceRelease and inspect on a key a semaphore lives under (on every master) are refused with LockConfigError naming the key, changing nothing", async () => {
+    await startMasters();
+    const prefix = uniquePrefix('quorum-kind');
+    // Quorum mode has no semaphores: these were taken by engines on each master alone (another app sharing the masters).
+    const single = masters.map((m) => kit.engine({ redis: m.url, keyPrefix: prefix }));
+    const permits = await Promise.all(single.map((e) => e.acquirePermit('sem', { limit: 2 })));
+    const quorum = engine(prefix);
+    for (const attempt of [quorum.forceRelease('sem'), quorum.inspect('sem')]) {
+      const err = await rejectionOf(attempt);
+      expect(err).toBeInstanceOf(LockConfigError);
+      expect(err).toMatchObject({ key: 'sem', option: 'key', message: expect.stringMatching(/"sem" is a semaphore.*inspectPermits.*forceReleasePermits/) });
+    }
+    for (const [i, e] of single.entries()) {
+      expect(await e.inspectPermits('sem')).toMatchObject({ limit: 2, used: 1, holders: [{ fencingToken: permits[i].fencingToken }] });
+      expect(permits[i].isHeld).toBe(true);
+      expect(await permits[i].release()).toBe(true);
+    }
+  });
+
+  it('an application with @Semaphore methods does not start in quorum mode: LockConfigError at init naming the methods and why; without them it starts, and LockService refuses permits at call time', async () => {
+    await startMasters();
+    const prefix = uniquePrefix('quorum-semaphore');
+    const lockModule = () => RedisLockModule.forRoot({ redis: masters.map((m) => m.url), keyPrefix: prefix, commandTimeoutMs: COMMAND_TIMEOUT_MS });
+    kit.watchKeys(prefix, keysOnMasters);
+    const refused = await kit.compile({ imports: [lockModule()], providers: [QuorumReports], controllers: [QuorumExports] });
+    const err = await rejectionOf(refused.init());
+    expect(err).toBeInstanceOf(LockConfigError);
+    expect(err).toMatchObject({ option: 'redis' });
+    expect((err as Error).message).toMatch(/^@Semaphore on QuorumExports\.run, QuorumReports\.build: semaphores are not available in quorum mode: .*limit x masters \/ majority.*use one Redis/);
+
+    const started = await kit.compile({ imports: [lockModule()], providers: [QuorumLedger] });
+    await started.init();
+    expect(await started.get(QuorumLedger).post()).toBe('posted');
+    const locks = started.get(LockService);
+    const callTime = await rejectionOf(locks.acquirePermit('k', { limit: 2 }));
+    expect(callTime).toBeInstanceOf(LockConfigError);
+    expect((callTime as Error).message).toMatch(/quorum mode.*limit x masters \/ majority/);
+    expect(await keysOnMasters(prefix)).toEqual([]);
+  });
 });
 
 describe('quorum mode: the redis option', () => {
