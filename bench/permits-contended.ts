@@ -92,13 +92,14 @@ export async function contendedRun(c: PermitContender, key: string, counter: Red
   const counts = await Promise.all(inRedis);
   // Permits freed and not yet taken, earliest first: a grant takes the one that has been free the longest (the
   // initial `limit` free permits were never released). For a caller that waited, that release is the hand-off's start.
+  // (With more grants than permits, a violation, the queue runs dry: such grants have no hand-off.)
   const free: number[] = Array.from({ length: s.limit }, () => Number.NaN);
   let next = 0;
   const handoffs: number[] = [];
   for (let i = 0; i < kinds.length; i++) {
     if (kinds[i] === RELEASE) free.push(times[i]);
     else {
-      const freedAt = free[next++];
+      const freedAt = next < free.length ? free[next++] : Number.NaN;
       if (waitedGrant[i] && !Number.isNaN(freedAt)) handoffs.push(times[i] - freedAt);
     }
   }
