@@ -141,6 +141,17 @@ async function scale(url: string): Promise<void> {
   writeFileSync('bench/results/permits-scale.json', JSON.stringify(result, null, 2) + '\n');
 }
 
+/** Median PING round trip on `client`, in milliseconds: a hand-off takes at least two round trips (wake-up, grant). */
+async function pingMs(client: Redis): Promise<number> {
+  const rtts: number[] = [];
+  for (let i = 0; i < 200; i++) {
+    const t = performance.now();
+    await client.ping();
+    rtts.push(performance.now() - t);
+  }
+  return percentile(rtts, 50);
+}
+
 function commit(): string {
   try {
     return execSync('git rev-parse --short HEAD', { encoding: 'utf8' }).trim();
@@ -163,6 +174,7 @@ if (process.argv.includes('--scale')) {
   process.exit(0);
 }
 const loadBefore = loadavg()[0];
+const rttBefore = await pingMs(admin);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const round2 = (x: number) => +x.toFixed(2);
 const contenders = [library(server.url), peer(server.url), peer(server.url, 1), bare(server.url)];
@@ -220,7 +232,9 @@ try {
     r['1 w x floor'] = round2((r['uncontended 1 w /s'] as number) / (floor['uncontended 1 w /s'] as number));
     r['20 w x floor'] = round2((r['uncontended 20 w /s'] as number) / (floor['uncontended 20 w /s'] as number));
   }
+  const rtt = [round2(rttBefore), round2(await pingMs(admin))];
   console.table(rows.map(({ commands: _, ...r }) => r));
+  console.log(`load average ${round2(loadBefore)} -> ${round2(loadavg()[0])}; PING round trip p50 ${rtt[0]} -> ${rtt[1]} ms`);
   for (const r of rows) console.log(`${r.contender as string}: commands sent over ${settings.workers * settings.cyclesPerWorker} acquisitions: ${JSON.stringify(r.commands)}`);
   if ((rows[0].violations as number) > 0) {
     console.error(`VIOLATION: nest-redis-locks' semaphore had more than ${settings.limit} holders at once (see "violations" above)`);
@@ -229,7 +243,7 @@ try {
   mkdirSync('bench/results', { recursive: true });
   writeFileSync(
     'bench/results/permits.json',
-    JSON.stringify({ at: new Date().toISOString(), commit: commit(), loadAverage: [round2(loadBefore), round2(loadavg()[0])], contended: settings, rows }, null, 2) + '\n',
+    JSON.stringify({ at: new Date().toISOString(), commit: commit(), loadAverage: [round2(loadBefore), round2(loadavg()[0])], pingMs: rtt, contended: settings, rows }, null, 2) + '\n',
   );
 } finally {
   for (const c of contenders) await c.close();
