@@ -7,7 +7,7 @@
 //  - hand-off: for a grant to a caller that had to wait (all permits were taken when it asked), the time from the
 //    release that freed its permit (the holder's end of hold, just before it calls release) to the grant;
 //  - drain: from the start until every caller is done, against the ideal, the measured holds summed / the limit.
-import { performance } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import type { Redis } from 'ioredis';
 
 export interface PermitContender {
@@ -40,6 +40,8 @@ export interface ContendedRun {
   /** Grants that made more than `limit` holders, in this process / in Redis. */
   readonly violations: number;
   readonly violationsInRedis: number;
+  /** This process's event-loop delay during the run (ms, p50 / p99): how long a ready callback (a grant) can wait its turn. */
+  readonly loopDelayMs: readonly [number, number];
 }
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -60,6 +62,8 @@ export async function contendedRun(c: PermitContender, key: string, counter: Red
   let violations = 0;
   const inRedis: Promise<number>[] = [];
   let holdSumMs = 0;
+  const loop = monitorEventLoopDelay({ resolution: 1 });
+  loop.enable();
   const start = performance.now();
   await Promise.all(
     Array.from({ length: s.workers }, async () => {
@@ -89,6 +93,7 @@ export async function contendedRun(c: PermitContender, key: string, counter: Red
     }),
   );
   const drainMs = performance.now() - start;
+  loop.disable();
   const counts = await Promise.all(inRedis);
   // Permits freed and not yet taken, earliest first: a grant takes the one that has been free the longest (the
   // initial `limit` free permits were never released). For a caller that waited, that release is the hand-off's start.
@@ -113,6 +118,8 @@ export async function contendedRun(c: PermitContender, key: string, counter: Red
     maxHoldersInRedis: Math.max(0, ...counts),
     violations,
     violationsInRedis: counts.filter((n) => n > s.limit).length,
+    // The histogram holds the whole sampling interval (1 ms, about 1.1 ms on an idle loop): the delay is what exceeds it.
+    loopDelayMs: [Math.max(0, loop.percentile(50) / 1e6 - 1), Math.max(0, loop.percentile(99) / 1e6 - 1)],
   };
 }
 

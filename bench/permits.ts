@@ -219,6 +219,7 @@ try {
       'mean hold ms': round2(holdSum / acquisitions),
       'drain / ideal': round2(median(rs.map((r) => r.drainMs / r.idealMs))),
       'commands / acquisition': round2(sent / commands[i].acquisitions),
+      'loop delay p50/p99 ms': rs.map((r) => r.loopDelayMs.map(round2).join('/')).join(' '),
       'max holders': Math.max(...rs.map((r) => r.maxHolders)),
       'max holders in Redis': Math.max(...rs.map((r) => r.maxHoldersInRedis)),
       violations: rs.reduce((n, r) => n + r.violations + r.violationsInRedis, 0),
