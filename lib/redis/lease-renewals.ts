@@ -43,12 +43,12 @@ export class LeaseRenewals {
 
   /**
    * Cluster renewals, grouped by the master that serves each hold's slot (the command client's slot map): one
-   * `scripts.crossSlot` call (RENEW_MANY_CROSS_SLOT for locks) per chunk of a node's holds (Redis 7.0+: `allow-cross-slot-keys`). A batch the node
-   * rejects because a slot of it moved (MOVED, a key no longer local, too many redirections) or because it refuses the
-   * flag is sent again per slot, where the client follows redirections itself; a server that refuses the flag is
-   * remembered and later ticks batch per slot at once. Other failures (node down, timeout) reject the whole call, for
-   * the watchdog to retry. A hold is reported lost only on a script's own answer, never because its batch was
-   * misrouted.
+   * `scripts.crossSlot` call (RENEW_MANY_CROSS_SLOT for locks) per chunk of a node's holds (Redis 7.0+:
+   * `allow-cross-slot-keys`). A batch the node rejects because a slot of it moved (MOVED, a key no longer local, too
+   * many redirections) or because it refuses the flag is sent again per slot, where the client follows redirections
+   * itself; a server that refuses the flag is remembered and later ticks batch per slot at once. Other failures (node
+   * down, timeout) reject the whole call, for the watchdog to retry. A hold is reported lost only on a script's own
+   * answer, never because its batch was misrouted.
    */
   private async renewOnCluster(holds: readonly RenewCall[], all: readonly number[], scripts: RenewScripts): Promise<boolean[]> {
     const out = new Array<boolean>(holds.length).fill(false);

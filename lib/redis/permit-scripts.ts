@@ -136,7 +136,8 @@ return 2
 
 /**
  * The watchdog's renewal of many permits in one call. KEYS: state and leases of each permit, in pairs (one slot per
- * call; PERMIT_RENEW_MANY_CROSS_SLOT for several slots of one Cluster node). ARGV: token and leaseMs of each, in pairs. Returns one entry per permit: 1 renewed, 0 not held.
+ * call; PERMIT_RENEW_MANY_CROSS_SLOT for several slots of one Cluster node). ARGV: token and leaseMs of each, in
+ * pairs. Returns one entry per permit: 1 renewed, 0 not held.
  * A permit whose lease ran out (or that Redis no longer has in its leases set, e.g. a leases set that expired early)
  * is not held: it is never renewed back into existence, and what is left of it (its record, a dead lease) is dropped.
  */
