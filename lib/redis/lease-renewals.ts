@@ -6,13 +6,22 @@ import type { LuaScript } from './lua-scripts.js';
 import type { ScriptGateway } from './script-gateway.js';
 import { slotOf } from './sharded-channels.js';
 
+/** A renewal script (KEYS: state and leases of each hold; ARGV: token and leaseMs of each) and its `crossSlot` variant. */
+export interface RenewScripts {
+  readonly perSlot: LuaScript;
+  readonly crossSlot: LuaScript;
+}
+
+/** The locks' renewals. */
+export const LOCK_RENEWALS: RenewScripts = { perSlot: RENEW_MANY, crossSlot: RENEW_MANY_CROSS_SLOT };
+
 /** Holds (or waiters) per script call: 2 keys each (6 for a waiter), so one call stays well under Redis's argument limits. */
 export const RENEW_CHUNK = 200;
 
 /**
- * The watchdog's renewals on Redis: RENEW_MANY per chunk of up to 200 holds, and on a Cluster the routing of each
- * chunk to the master that serves its holds' slots. Every call goes through the gateway's `write` (acknowledged by
- * the replicas with `waitForReplicas`).
+ * The watchdog's renewals on Redis, for locks and permits alike (each kind names its scripts, `RenewScripts`): per
+ * chunk of up to 200 holds, and on a Cluster the routing of each chunk to the master that serves its holds' slots.
+ * Every call goes through the gateway's `write` (acknowledged by the replicas with `waitForReplicas`).
  */
 export class LeaseRenewals {
   /** On a Cluster: whether renewals may batch the slots of one node (cleared once a node refuses the script flag). */
@@ -21,26 +30,27 @@ export class LeaseRenewals {
   constructor(private readonly gateway: ScriptGateway) {}
 
   /**
-   * RENEW_MANY. KEYS: state and leases of each hold; ARGV: token and leaseMs of each. One script call per chunk of up
-   * to 200 holds; on a Cluster, per chunk of the holds one master serves (see `renewOnCluster`).
+   * `scripts.perSlot` (RENEW_MANY for locks). KEYS: state and leases of each hold; ARGV: token and leaseMs of each. One
+   * script call per chunk of up to 200 holds; on a Cluster, per chunk of the holds one master serves (see
+   * `renewOnCluster`).
    */
-  async renew(holds: readonly RenewCall[]): Promise<boolean[]> {
+  async renew(holds: readonly RenewCall[], scripts: RenewScripts = LOCK_RENEWALS): Promise<boolean[]> {
     const all = holds.map((_, i) => i);
-    if (this.gateway.client.isCluster) return this.renewOnCluster(holds, all);
-    const replies = await Promise.all(chunks(all, RENEW_CHUNK).map((batch) => this.renewBatch(RENEW_MANY, holds, batch)));
+    if (this.gateway.client.isCluster) return this.renewOnCluster(holds, all, scripts);
+    const replies = await Promise.all(chunks(all, RENEW_CHUNK).map((batch) => this.renewBatch(scripts.perSlot, holds, batch)));
     return replies.flat().map((r) => r === 1);
   }
 
   /**
    * Cluster renewals, grouped by the master that serves each hold's slot (the command client's slot map): one
-   * RENEW_MANY_CROSS_SLOT call per chunk of a node's holds (Redis 7.0+: `allow-cross-slot-keys`). A batch the node
-   * rejects because a slot of it moved (MOVED, a key no longer local, too many redirections) or because it refuses the
-   * flag is sent again per slot, where the client follows redirections itself; a server that refuses the flag is
-   * remembered and later ticks batch per slot at once. Other failures (node down, timeout) reject the whole call, for
-   * the watchdog to retry. A hold is reported lost only on a script's own answer, never because its batch was
-   * misrouted.
+   * `scripts.crossSlot` call (RENEW_MANY_CROSS_SLOT for locks) per chunk of a node's holds (Redis 7.0+:
+   * `allow-cross-slot-keys`). A batch the node rejects because a slot of it moved (MOVED, a key no longer local, too
+   * many redirections) or because it refuses the flag is sent again per slot, where the client follows redirections
+   * itself; a server that refuses the flag is remembered and later ticks batch per slot at once. Other failures (node
+   * down, timeout) reject the whole call, for the watchdog to retry. A hold is reported lost only on a script's own
+   * answer, never because its batch was misrouted.
    */
-  private async renewOnCluster(holds: readonly RenewCall[], all: readonly number[]): Promise<boolean[]> {
+  private async renewOnCluster(holds: readonly RenewCall[], all: readonly number[], scripts: RenewScripts): Promise<boolean[]> {
     const out = new Array<boolean>(holds.length).fill(false);
     const slots = all.map((i) => slotOf((holds[i].lock as LockKeys).state));
     const map = (this.gateway.client as Cluster).slots;
@@ -56,14 +66,14 @@ export class LeaseRenewals {
     const perSlot = async (batch: readonly number[]) => {
       const bySlot = new Map<number, number[]>();
       for (const i of batch) bySlot.set(slots[i], [...(bySlot.get(slots[i]) ?? []), i]);
-      await Promise.all([...bySlot.values()].map(async (part) => settle(part, await this.renewBatch(RENEW_MANY, holds, part))));
+      await Promise.all([...bySlot.values()].map(async (part) => settle(part, await this.renewBatch(scripts.perSlot, holds, part))));
     };
     await Promise.all(
       [...groups.values()].flatMap((group) =>
         chunks(group, RENEW_CHUNK).map(async (batch) => {
-          if (batch.every((i) => slots[i] === slots[batch[0]])) return settle(batch, await this.renewBatch(RENEW_MANY, holds, batch));
+          if (batch.every((i) => slots[i] === slots[batch[0]])) return settle(batch, await this.renewBatch(scripts.perSlot, holds, batch));
           try {
-            settle(batch, await this.renewBatch(RENEW_MANY_CROSS_SLOT, holds, batch));
+            settle(batch, await this.renewBatch(scripts.crossSlot, holds, batch, true));
           } catch (err) {
             if (refusesCrossSlot(err)) this.crossSlotRenewals = false;
             // A failure that is not about routing (node down, timeout) is retried by the watchdog as a whole, not
@@ -77,9 +87,8 @@ export class LeaseRenewals {
     return out;
   }
 
-  /** One RENEW_MANY call (key names as KEYS), or RENEW_MANY_CROSS_SLOT (the first state routes it, names in ARGV). */
-  private async renewBatch(script: LuaScript, holds: readonly RenewCall[], batch: readonly number[]): Promise<number[]> {
-    const crossSlot = script === RENEW_MANY_CROSS_SLOT;
+  /** One per-slot call (key names as KEYS), or a `crossSlot` one (the first state routes it, names in ARGV). */
+  private async renewBatch(script: LuaScript, holds: readonly RenewCall[], batch: readonly number[], crossSlot = false): Promise<number[]> {
     const keys: string[] = crossSlot ? [(holds[batch[0]].lock as LockKeys).state] : [];
     const args: (string | number)[] = [];
     for (const i of batch) {

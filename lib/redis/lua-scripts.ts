@@ -684,26 +684,28 @@ return {
 
 /**
  * RENEW_MANY for a Redis Cluster node: many holds of several slots that one master serves, in one call (Redis 7.0+).
+ * See `crossSlot`.
+ */
+export const RENEW_MANY_CROSS_SLOT = crossSlot(RENEW_MANY);
+
+/**
+ * The variant of a renewal script (RENEW_MANY, the semaphore's PERMIT_RENEW_MANY: state and leases in KEYS, token and
+ * leaseMs in ARGV, in pairs) for many holds of several slots that one Cluster master serves, in one call (Redis 7.0+).
  * Redis routes and checks a command by its declared keys, which must share one slot even for a script flagged
  * `allow-cross-slot-keys`; the flag lets the script touch keys it did not declare, of any slot the node serves. So:
  * KEYS[1] is the first hold's state (it routes the call); ARGV: state, leases, token and leaseMs of each hold, in
  * fours. A key of a slot the node does not serve (it moved) fails the call, possibly after some holds were renewed
  * (renewing again is harmless). The shebang is line 1 of the source, as Redis numbers it in `@user_script:<line>`.
  */
-export const RENEW_MANY_CROSS_SLOT = script(
-  'renew-many-cross-slot',
-  `#!lua flags=allow-cross-slot-keys${crossSlotBody(RENEW_MANY.source)}`,
-);
-
-function crossSlotBody(source: string): string {
+export function crossSlot(base: LuaScript): LuaScript {
   const perKeys = `for i = 1, #ARGV / 2 do
   local state, leases = KEYS[2 * i - 1], KEYS[2 * i]
   local token, lease = ARGV[2 * i - 1], tonumber(ARGV[2 * i])`;
   const perArgs = `for i = 1, #ARGV / 4 do
   local state, leases = ARGV[4 * i - 3], ARGV[4 * i - 2]
   local token, lease = ARGV[4 * i - 1], tonumber(ARGV[4 * i])`;
-  if (!source.includes(perKeys)) throw new Error('RENEW_MANY changed: update its cross-slot variant');
-  return source.replace(perKeys, perArgs);
+  if (!base.source.includes(perKeys)) throw new Error(`${base.name} changed: update its cross-slot variant`);
+  return script(`${base.name}-cross-slot`, `#!lua flags=allow-cross-slot-keys${base.source.replace(perKeys, perArgs)}`);
 }
 
 const SHARDED = new Map<LuaScript, LuaScript>();

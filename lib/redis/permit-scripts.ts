@@ -1,5 +1,6 @@
 import type { LuaScript } from './lua-scripts.js';
-import { batched, luaScript, sharded } from './lua-scripts.js';
+import { batched, crossSlot, luaScript, sharded } from './lua-scripts.js';
+import type { RenewScripts } from './lease-renewals.js';
 import { PERMIT_CANCEL_WAIT, PERMIT_FORCE_RELEASE, PERMIT_INSPECT, PERMIT_KEEP_WAITING, PERMIT_SET_LIMIT } from './permit-control-scripts.js';
 import { PERMIT_PRELUDE as PRELUDE } from './permit-prelude.js';
 
@@ -135,7 +136,8 @@ return 2
 
 /**
  * The watchdog's renewal of many permits in one call. KEYS: state and leases of each permit, in pairs (one slot per
- * call on a Cluster). ARGV: token and leaseMs of each, in pairs. Returns one entry per permit: 1 renewed, 0 not held.
+ * call; PERMIT_RENEW_MANY_CROSS_SLOT for several slots of one Cluster node). ARGV: token and leaseMs of each, in
+ * pairs. Returns one entry per permit: 1 renewed, 0 not held.
  * A permit whose lease ran out (or that Redis no longer has in its leases set, e.g. a leases set that expired early)
  * is not held: it is never renewed back into existence, and what is left of it (its record, a dead lease) is dropped.
  */
@@ -167,6 +169,12 @@ return out
 `,
 );
 
+/** PERMIT_RENEW_MANY for many permits of several slots one Cluster master serves, in one call (see `crossSlot`). */
+export const PERMIT_RENEW_MANY_CROSS_SLOT = crossSlot(PERMIT_RENEW_MANY);
+
+/** The watchdog's renewals of permits (`LeaseRenewals`): per slot, and per Cluster node where the server allows it. */
+export const PERMIT_RENEWALS: RenewScripts = { perSlot: PERMIT_RENEW_MANY, crossSlot: PERMIT_RENEW_MANY_CROSS_SLOT };
+
 /**
  * Set a permit's lease to run `ms` from now (may shorten it). ARGV: 1 token, 2 ms. Returns 1, or 0 when the token holds
  * no running lease here (then, as in PERMIT_RENEW_MANY, what is left of it is dropped). The keys keep the expiry
@@ -190,16 +198,18 @@ return 1
 `,
 );
 
-
 /** `PERMIT_ACQUIRE` / `PERMIT_RELEASE` for several callers of one process at once (see `batched` in lua-scripts.ts). */
 export const PERMIT_ACQUIRE_BATCH = batched(PERMIT_ACQUIRE);
 export const PERMIT_RELEASE_BATCH = batched(PERMIT_RELEASE);
 
 /** Every semaphore script (the SHA → source lookup adds their Cluster variants). */
-export const PERMIT_SCRIPTS: readonly LuaScript[] = [PERMIT_ACQUIRE_BATCH, PERMIT_RELEASE_BATCH, 
+export const PERMIT_SCRIPTS: readonly LuaScript[] = [
+  PERMIT_ACQUIRE_BATCH,
+  PERMIT_RELEASE_BATCH,
   PERMIT_ACQUIRE,
   PERMIT_RELEASE,
   PERMIT_RENEW_MANY,
+  PERMIT_RENEW_MANY_CROSS_SLOT,
   PERMIT_EXTEND,
   PERMIT_CANCEL_WAIT,
   PERMIT_KEEP_WAITING,

@@ -50,7 +50,8 @@ export class RedisLockStore implements LockStore {
   private readonly names = new Map<string, LockKeys>();
   /** @internal Sends every script of this store (another primitive on these connections sends its scripts through it too). */
   readonly gateway: ScriptGateway;
-  private readonly renewals: LeaseRenewals;
+  /** @internal The watchdog's renewals on these connections (the semaphore's permits are renewed through it too). */
+  readonly renewals: LeaseRenewals;
   /**
    * On a standalone Redis (or Sentinel, or each master of a quorum), the acquisitions and releases that callers of
    * this process ask for in the same tick go out as one script call (`ACQUIRE_BATCH`, `RELEASE_BATCH`): one command

@@ -21,7 +21,7 @@ import type {
 } from './lock-store.js';
 import { permitArgs, permitInspectReply, permitReply } from './permit-codec.js';
 import { PERMIT_CANCEL_WAIT, PERMIT_FORCE_RELEASE, PERMIT_INSPECT, PERMIT_KEEP_WAITING, PERMIT_SET_LIMIT } from './permit-control-scripts.js';
-import { PERMIT_ACQUIRE, PERMIT_ACQUIRE_BATCH, PERMIT_EXTEND, PERMIT_RELEASE, PERMIT_RELEASE_BATCH, PERMIT_RENEW_MANY } from './permit-scripts.js';
+import { PERMIT_ACQUIRE, PERMIT_ACQUIRE_BATCH, PERMIT_EXTEND, PERMIT_RELEASE, PERMIT_RELEASE_BATCH, PERMIT_RENEWALS } from './permit-scripts.js';
 import type { PermitHolder, PermitRef, PermitStore } from './permit-store.js';
 import type { RedisLockStore } from './redis-lock-store.js';
 import type { ScriptBatcher } from './script-batcher.js';
@@ -97,28 +97,11 @@ export class RedisPermitStore implements PermitStore {
   }
 
   /**
-   * PERMIT_RENEW_MANY (through the gateway's `write`, as the locks' renewals), per chunk of up to 200 permits; on a
-   * Cluster one call per slot.
+   * PERMIT_RENEW_MANY per chunk of up to 200 permits, routed as the locks' renewals (`LeaseRenewals`, through the
+   * gateway's `write`): on a Cluster, one PERMIT_RENEW_MANY_CROSS_SLOT call per chunk of the permits one master serves.
    */
-  async renew(holds: readonly RenewCall[]): Promise<boolean[]> {
-    const all = holds.map((_, i) => i);
-    const cluster = this.locks.commandConnection.isCluster;
-    const groups = cluster ? [...groupBy(all, (i) => slotOf((holds[i].lock as PermitKeys).state)).values()] : chunks(all, RENEW_CHUNK);
-    const out = new Array<boolean>(holds.length).fill(false);
-    await Promise.all(
-      groups.map(async (batch) => {
-        const keys: string[] = [];
-        const args: (string | number)[] = [];
-        for (const i of batch) {
-          const names = holds[i].lock as PermitKeys;
-          keys.push(names.state, names.leases);
-          args.push(holds[i].token, holds[i].leaseMs);
-        }
-        const replies = (await this.locks.gateway.write(PERMIT_RENEW_MANY, keys, args)) as number[];
-        batch.forEach((i, j) => (out[i] = replies[j] === 1));
-      }),
-    );
-    return out;
+  renew(holds: readonly RenewCall[]): Promise<boolean[]> {
+    return this.locks.renewals.renew(holds, PERMIT_RENEWALS);
   }
 
   async extend(lock: LockRef, token: string, ms: number): Promise<boolean> {
