@@ -46,3 +46,18 @@ describe('ACL rules cover the scripts', () => {
     }
   });
 });
+
+/** The README is a front page a newcomer finishes; the detail lives in the guides. */
+describe('README stays a front page', () => {
+  const readme = () => new Map(projectDocs().map((d) => [d.path, d.text])).get('README.md')!;
+
+  it('is at most 450 lines', () => {
+    expect(readme().split('\n').length).toBeLessThanOrEqual(450);
+  });
+
+  it('links every guide in docs/ from its guides table', () => {
+    const guides = readdirSync(new URL('../../docs/', import.meta.url)).filter((f) => f.endsWith('.md') && f !== 'README.md');
+    const table = readme().slice(readme().indexOf('## Guides'));
+    expect(guides.filter((g) => !table.includes(`(docs/${g})`))).toEqual([]);
+  });
+});
