@@ -10,6 +10,9 @@
 //
 // Ends with one line `consumers: N passed, N failed` and exits non-zero when a check failed.
 // Each check's output is shown when it fails, or always with CONSUMERS_VERBOSE=1.
+// CONSUMERS_ONLY=<text>[,<text>…] runs only the checks whose name contains one of the texts (case-insensitive), e.g.
+// `nest11`, `snippet`, `nest12-esm: node:test`, plus the checks they need (the build a start needs); packing and the
+// installs still run, but not those of an app that no text can select (`nest11` skips installing nest12-esm).
 /* global fetch */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -25,6 +28,17 @@ const repo = join(here, '..', '..');
 const cache = join(here, '.cache');
 const verbose = process.env.CONSUMERS_VERBOSE === '1';
 const results = [];
+const only = (process.env.CONSUMERS_ONLY ?? '')
+  .split(',')
+  .map((text) => text.trim().toLowerCase())
+  .filter(Boolean);
+const APPS = ['nest11-cjs', 'nest12-esm'];
+/** Whether CONSUMERS_ONLY selects the check `name` (every check without it). */
+const selected = (name) => only.length === 0 || only.some((text) => name.toLowerCase().includes(text));
+/** Whether a text of CONSUMERS_ONLY names `app` (`nest11`, `nest11-cjs`, `nest11-cjs: tsc…`). */
+const names = (text, app) => app.includes(text) || text.startsWith(app);
+/** Whether CONSUMERS_ONLY may select a check of `app`: a text naming only another app does not. */
+const wanted = (app) => only.length === 0 || only.some((text) => names(text, app) || !APPS.some((other) => names(text, other)));
 const t0 = performance.now();
 /** Node majors besides the one running this script, each from test/consumers/node<major>/, for the nest12-esm app. */
 const NODE_MAJORS = [22, 24];
@@ -48,8 +62,15 @@ function run(cmd, args, { cwd, env = {}, timeoutMs = 300_000 } = {}) {
   });
 }
 
-/** One named check: timed, recorded, its output printed when it fails. */
-async function check(name, fn) {
+/**
+ * One named check: timed, recorded, its output printed when it fails. Skipped (resolving true) when CONSUMERS_ONLY
+ * does not select it, unless `needed` (a selected check depends on it).
+ */
+async function check(name, fn, { needed = false } = {}) {
+  if (!needed && !selected(name)) {
+    results.push({ name, skipped: true });
+    return true;
+  }
   const start = performance.now();
   try {
     const output = await fn();
@@ -140,35 +161,61 @@ async function startAndHit(nodeBin, dir, main, redisUrl) {
 
 const tsc = (dir, project) => run(process.execPath, [join(dir, 'node_modules/typescript/bin/tsc'), '-p', project], { cwd: dir });
 
+/**
+ * The TypeScript blocks of README.md and docs/*.md for `shape` (`// ESM only` ones for esm only), written into
+ * `<dir>/doc-snippets/` by test/docs/write-snippets.ts (the extraction test/docs/snippets.spec.ts compiles), compiled
+ * by the app's own tsc with a tsconfig extending the app's: `nest-redis-locks` is the installed tarball, `@nestjs/*`
+ * the app's Nest. Problems are reported at the documents' lines (`docs/locks.md:42:7: error TS…`).
+ */
+async function docSnippets(dir, shape) {
+  const written = await run(process.execPath, ['--import', './test/support/register-ts.mjs', 'test/docs/write-snippets.ts', dir, shape], {
+    cwd: repo,
+  });
+  const origins = JSON.parse(readFileSync(join(dir, 'doc-snippets', 'origins.json'), 'utf8'));
+  try {
+    await run(process.execPath, [join(dir, 'node_modules/typescript/bin/tsc'), '-p', 'doc-snippets/tsconfig.json', '--pretty', 'false'], { cwd: dir });
+  } catch (err) {
+    err.output = String(err.output ?? '').replace(/^(doc-snippets\/[^(\n]+)\((\d+),(\d+)\)/gm, (whole, file, line, col) => {
+      const origin = origins[file];
+      return origin ? `${origin.doc}:${origin.line + Number(line) - 1}:${col} (${file})` : whole;
+    });
+    throw err;
+  }
+  return written;
+}
+
 async function nest11(redisUrl) {
   const dir = join(here, 'nest11-cjs');
   const env = { REDIS_URL: redisUrl };
+  const started = 'nest11-cjs: node dist/main.js starts, locks a request, stops';
   rmSync(join(dir, 'dist'), { recursive: true, force: true });
   await Promise.all([
     // The starter's settings: module commonjs (moduleResolution node10), emitting dist/ for `node dist/main.js`.
-    check('nest11-cjs: tsc, module commonjs (the starter)', () => tsc(dir, 'tsconfig.build.json')),
+    check('nest11-cjs: tsc, module commonjs (the starter)', () => tsc(dir, 'tsconfig.build.json'), { needed: selected(started) }),
     // `require` resolution through `exports`: TS1479 here when the package had no `require` condition.
     check('nest11-cjs: tsc, module/moduleResolution nodenext, skipLibCheck off', () => tsc(dir, 'tsconfig.nodenext.json')),
     check('nest11-cjs: tsc, module/moduleResolution node16', () => tsc(dir, 'tsconfig.node16.json')),
+    check('nest11-cjs: every documentation snippet compiles (TypeScript 5.8, Nest 11 types)', () => docSnippets(dir, 'commonjs')),
   ]);
   await check('nest11-cjs: jest + ts-jest (CommonJS) specs against Redis', () =>
     run(process.execPath, [join(dir, 'node_modules/jest/bin/jest.js'), '--runInBand', '--ci'], { cwd: dir, env }),
   );
-  await check('nest11-cjs: node dist/main.js starts, locks a request, stops', () =>
-    startAndHit(process.execPath, dir, 'dist/main.js', redisUrl),
-  );
+  await check(started, () => startAndHit(process.execPath, dir, 'dist/main.js', redisUrl));
 }
 
 async function nest12(redisUrl, otherNodes) {
   const dir = join(here, 'nest12-esm');
   const env = { REDIS_URL: redisUrl };
   rmSync(join(dir, 'dist'), { recursive: true, force: true });
-  const compiled = await check('nest12-esm: tsc, nodenext (ESM), TypeScript 6, skipLibCheck off', () => tsc(dir, 'tsconfig.json'));
-  if (!compiled) return;
+  const nodes = [{ label: `Node ${process.versions.node}`, bin: process.execPath }, ...otherNodes.sort((a, b) => a.major - b.major)];
+  const runs = nodes.flatMap(({ label }) => [`nest12-esm: node:test specs against Redis (${label})`, `nest12-esm: node dist/src/main.js starts, locks a request, stops (${label})`]);
+  const compiled = await check('nest12-esm: tsc, nodenext (ESM), TypeScript 6, skipLibCheck off', () => tsc(dir, 'tsconfig.json'), {
+    needed: runs.some(selected),
+  });
+  if (!compiled || !runs.some(selected)) return;
   const tests = readdirSync(join(dir, 'dist/test'))
     .filter((f) => f.endsWith('.test.js'))
     .map((f) => `dist/test/${f}`);
-  const nodes = [{ label: `Node ${process.versions.node}`, bin: process.execPath }, ...otherNodes.sort((a, b) => a.major - b.major)];
   for (const { label, bin } of nodes) {
     await check(`nest12-esm: node:test specs against Redis (${label})`, () => run(bin, ['--test', ...tests], { cwd: dir, env }));
     await check(`nest12-esm: node dist/src/main.js starts, locks a request, stops (${label})`, () =>
@@ -189,12 +236,11 @@ try {
     const [packed] = JSON.parse(out.slice(out.indexOf('[\n')));
     tarball = join(cache, packed.filename);
     return `${packed.filename}: ${packed.entryCount} files, ${(packed.size / 1024).toFixed(0)} kB`;
-  }).then((ok) => (ok ? tarball : null));
+  }, { needed: true }).then((ok) => (ok ? tarball : null));
   const otherNodes = [];
   await Promise.all([
-    check('nest11-cjs: install', () => installApp(join(here, 'nest11-cjs'), packing)),
-    check('nest12-esm: install', () => installApp(join(here, 'nest12-esm'), packing)),
-    ...NODE_MAJORS.map((major) =>
+    ...APPS.filter(wanted).map((app) => check(`${app}: install`, () => installApp(join(here, app), packing), { needed: true })),
+    ...(wanted('nest12-esm') ? NODE_MAJORS : []).map((major) =>
       check(`node${major}: install Node ${major} from the npm registry (package node)`, async () => {
         const dir = join(here, `node${major}`);
         const how = await installDependencies(dir);
@@ -203,7 +249,7 @@ try {
         if (!version.startsWith(`v${major}.`)) throw new Error(`expected Node ${major}, got ${version}`);
         otherNodes.push({ bin, major, label: `Node ${version.slice(1)}` });
         return how;
-      }),
+      }, { needed: true }),
     ),
   ]);
 
@@ -220,7 +266,7 @@ try {
     installed('nest11-cjs') ? nest11(redisUrl) : undefined,
     installed('nest12-esm') ? nest12(redisUrl, otherNodes) : undefined,
   ]);
-  exitCode = results.every((r) => r.ok) ? 0 : 1;
+  exitCode = results.every((r) => r.ok || r.skipped) ? 0 : 1;
 } catch (err) {
   console.error(`consumers: ${err.message}`);
   if (err.output) console.error(indent(err.output));
@@ -229,7 +275,8 @@ try {
 }
 
 const passed = results.filter((r) => r.ok).length;
-const failed = results.length - passed;
+const skipped = results.filter((r) => r.skipped).length;
+const failed = results.length - passed - skipped;
 console.log(`consumers: done in ${seconds(performance.now() - t0)}`);
-console.log(`consumers: ${passed} passed, ${failed} failed`);
+console.log(`consumers: ${passed} passed, ${failed} failed${only.length ? `, ${skipped} skipped (CONSUMERS_ONLY=${process.env.CONSUMERS_ONLY})` : ''}`);
 process.exit(failed > 0 ? 1 : exitCode);

@@ -119,24 +119,33 @@ function sources(dir: string): string[] {
 }
 
 /**
+ * Writes `snippets` (those that apply to `shape`) as files under `dir`: a document's project blocks (`// src/x.ts`)
+ * under `<doc>/project/`, every other block as `<doc>/block-<n>-line-<line>.ts`. Returns each written file with the
+ * block written to it, verbatim. Also used by `npm run test:consumers` (test/consumers/write-snippets.ts), which
+ * compiles them with the consumer apps' own TypeScript and dependencies.
+ */
+export function writeSnippets(snippets: readonly Snippet[], shape: Shape, dir: string): Map<string, Snippet> {
+  const origins = new Map<string, Snippet>();
+  for (const [i, snippet] of snippets.entries()) {
+    if (snippet.esmOnly && shape !== 'esm') continue;
+    const docDir = snippet.doc.replace(/\.md$/, '').replace(/[^\w-]+/g, '_');
+    const path = snippet.file ? join(dir, docDir, 'project', snippet.file) : join(dir, docDir, `block-${i + 1}-line-${snippet.block.line}.ts`);
+    if (origins.has(path)) throw new Error(`${snippet.doc}:${snippet.block.line}: a second block names the file ${snippet.file}`);
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, snippet.block.code);
+    origins.set(path, snippet);
+  }
+  return origins;
+}
+
+/**
  * Compiles `snippets` (those that apply to `shape`) in a consumer project of that shape under `dir`; returns one line
  * per problem, `<doc>:<line> (<shape>): <message>`, or nothing when every block compiles.
  */
 export function compileSnippets(snippets: readonly Snippet[], shape: Shape, dir: string): string[] {
   rmSync(dir, { recursive: true, force: true });
   consumerProject(dir, shape);
-  const origins = new Map<string, Snippet>(); // generated file -> the block written to it, verbatim
-  const used = new Set<string>();
-  for (const [i, snippet] of snippets.entries()) {
-    if (snippet.esmOnly && shape !== 'esm') continue;
-    const docDir = snippet.doc.replace(/\.md$/, '').replace(/[^\w-]+/g, '_');
-    const path = snippet.file ? join(dir, docDir, 'project', snippet.file) : join(dir, docDir, `block-${i + 1}-line-${snippet.block.line}.ts`);
-    if (used.has(path)) throw new Error(`${snippet.doc}:${snippet.block.line}: a second block names the file ${snippet.file}`);
-    used.add(path);
-    mkdirSync(dirname(path), { recursive: true });
-    writeFileSync(path, snippet.block.code);
-    origins.set(path, snippet);
-  }
+  const origins = writeSnippets(snippets, shape, dir);
   const program = ts.createProgram([...origins.keys()], compilerOptions(shape));
   const problems = ts.getPreEmitDiagnostics(program).map((d) => {
     const message = ts.flattenDiagnosticMessageText(d.messageText, '\n');
