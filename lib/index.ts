@@ -31,6 +31,7 @@ export type {
   LockEvents,
   LockEventName,
   LockEventListener,
+  LockKind,
   LockLogger,
   HeldTooLongEvent,
   LockHolderIdentity,

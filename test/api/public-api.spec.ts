@@ -108,6 +108,10 @@ describe('public API (emitted .d.ts)', () => {
     for (const name of ['RedisLockModule', 'LockService', 'LockEngine', 'WriteLocked', 'ReadLocked', 'Locked', 'LockError', 'LockHandle']) {
       expect(exported.has(name)).toBe(true);
     }
+    // Event payloads: the map of events and the types of their fields (every payload's `kind` is a LockKind).
+    for (const name of ['LockEvents', 'LockEventName', 'LockEventListener', 'LockKind', 'HeldTooLongEvent', 'LockHolderIdentity']) {
+      expect(exported.has(name)).toBe(true);
+    }
     for (const name of ['Hold', 'LockOwner', 'LockStore', 'RedisLockStore', 'Watchdog', 'WaitingRoom', 'Acquirer', 'HoldKeeper', 'LockRegistry', 'LockInterceptor']) {
       expect(exported.has(name)).toBe(false);
     }

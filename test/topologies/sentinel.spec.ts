@@ -5,6 +5,7 @@ import { LockError } from '../../lib/errors/lock.error.js';
 import { LockLostError } from '../../lib/errors/lock-lost.error.js';
 import { LockUnavailableError } from '../../lib/errors/lock-unavailable.error.js';
 import type { LockEngine } from '../../lib/locking/lock-engine.js';
+import type { PermitHandle } from '../../lib/types/permit.types.js';
 import { LockTestKit, keysUnder, redisNames, sleep, track, uniquePrefix, until } from '../support/lock-test-kit.js';
 import { RedisSentinelSet, topologySupport } from '../support/topologies.js';
 import type { NodeAddress } from '../support/topologies.js';
@@ -47,6 +48,17 @@ async function retryLockErrors<T>(call: () => Promise<T>, seen: (err: unknown) =
   }
 }
 
+/** Every key under `prefix` on the master the sentinels report now. */
+async function keysOnMaster(s: RedisSentinelSet, prefix: string): Promise<string[]> {
+  const master = await s.master();
+  const client = new Redis({ host: master.host, port: master.port, maxRetriesPerRequest: 1 });
+  try {
+    return await keysUnder(client, prefix);
+  } finally {
+    client.disconnect();
+  }
+}
+
 describe('through Redis Sentinel, across a failover (master SIGKILLed)', () => {
   const kit = new LockTestKit();
   let set: RedisSentinelSet | undefined;
@@ -56,18 +68,6 @@ describe('through Redis Sentinel, across a failover (master SIGKILLed)', () => {
   }, 30_000);
   afterEach(() => kit.closeAll());
   afterAll(() => set?.dispose());
-
-  /** Every key under `prefix` on the master the sentinels report now. */
-  async function keysOnMaster(s: RedisSentinelSet, prefix: string): Promise<string[]> {
-    const master = await s.master();
-    const client = new Redis({ host: master.host, port: master.port, maxRetriesPerRequest: 1 });
-    try {
-      return await keysUnder(client, prefix);
-    } finally {
-      client.disconnect();
-    }
-  }
-
 
   maybe(`locks work before and after; the waiter and the holder end cleanly; only LockErrors reach the caller${skipped}`, async () => {
     const s = set!;
@@ -158,6 +158,112 @@ describe('through Redis Sentinel, across a failover (master SIGKILLed)', () => {
     for (const err of errors) expect(err).toBeInstanceOf(LockError);
     expect(raw).toEqual([]);
   }, 30_000);
+});
+
+describe('semaphores through Redis Sentinel, across a failover (master SIGKILLed)', () => {
+  const kit = new LockTestKit();
+  let set: RedisSentinelSet | undefined;
+
+  beforeAll(async () => {
+    if (!unsupported) set = await RedisSentinelSet.start();
+  }, 30_000);
+  afterEach(() => kit.closeAll());
+  afterAll(() => set?.dispose());
+
+  maybe(`held permits and a waiter come through; the replicated limit applies on the new master; never more holders than the limit${skipped}`, async () => {
+    const s = set!;
+    const prefix = uniquePrefix('sentinel-permits');
+    const LIMIT = 2;
+    // The holders' lease is long enough that the waiter's own retry (when the blocking leases can have run out, over
+    // 13 s after its attempt) cannot be what gives it its permit: only a wake-up on the new master can, within WAKE_MS.
+    const HOLDER_LEASE_MS = 20_000;
+    const WAKE_MS = COMMAND_MS + SLACK_MS;
+    const errors: unknown[] = [];
+    const raw: unknown[] = [];
+    const onUnhandled = (reason: unknown) => raw.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    kit.add(async () => {
+      process.off('unhandledRejection', onUnhandled);
+    });
+    const options = { redis: s.redisOptions(), keyPrefix: prefix, leaseMs: LEASE_MS, commandTimeoutMs: COMMAND_MS };
+    const engines: LockEngine[] = [];
+    const engine = (): LockEngine => {
+      const e = kit.engine(options);
+      e.on('lost', (event) => errors.push(event.error));
+      engines.push(e);
+      return e;
+    };
+    const [a, b, c, d] = [engine(), engine(), engine(), engine()];
+    // Sets the limit as a deploy step would, acknowledged by the replica (and so is everything written before it).
+    const admin = kit.engine({ ...options, waitForReplicas: { replicas: 1, timeoutMs: 500 } });
+
+    // Every permit of "jobs" handed out, sampled every 5 ms: never more than LIMIT held at once in this process.
+    const handles: PermitHandle[] = [];
+    const granted = (permit: PermitHandle): PermitHandle => (handles.push(permit), permit);
+    let mostHeld = 0;
+    const sampler = setInterval(() => (mostHeld = Math.max(mostHeld, handles.filter((h) => h.isHeld).length)), 5);
+    kit.add(async () => clearInterval(sampler));
+
+    // Before: two holders, one waiter, the limit confirmed by the replica.
+    const oldMaster = await s.master();
+    const permitA = granted(await a.acquirePermit('jobs', { limit: LIMIT, leaseMs: HOLDER_LEASE_MS }));
+    const permitB = granted(await b.acquirePermit('jobs', { limit: LIMIT, leaseMs: HOLDER_LEASE_MS }));
+    const waitStart = performance.now();
+    const waiter = track(c.acquirePermit('jobs', { limit: LIMIT, waitTimeoutMs: 30_000 }).then(granted));
+    await until(async () => (await d.inspectPermits('jobs'))?.waiting === 1, 5_000, 'the waiter to wait');
+    expect(await admin.setPermitLimit('jobs', LIMIT)).toBe(LIMIT);
+    expect(await d.tryAcquirePermit('jobs', { limit: 5 })).toBeNull();
+
+    await s.killMaster();
+    const newMaster = await s.waitForFailover(20_000);
+    expect(newMaster.port).not.toBe(oldMaster.port);
+    await until(
+      async () => (await Promise.all(engines.map((e) => e.ping(500)))).every((p) => p.command && p.subscriber),
+      15_000,
+      'every engine to reach the new master',
+    );
+    const eventually = <T>(call: () => Promise<T>) => retryLockErrors(call, (err) => errors.push(err));
+
+    // The new master has both permits and the stored limit: a caller naming 5 still gets nothing, and the waiter
+    // is still waiting.
+    const onNew = await eventually(() => d.inspectPermits('jobs'));
+    expect(onNew).toMatchObject({ limit: LIMIT, used: LIMIT, waiting: 1 });
+    expect(onNew?.holders.map((h) => h.fencingToken).sort((x, y) => x - y)).toEqual([permitA.fencingToken, permitB.fencingToken].sort((x, y) => x - y));
+    expect(await stateOn(newMaster, prefix, 'jobs')).toBe(true);
+    expect(await eventually(() => d.tryAcquirePermit('jobs', { limit: 5 }))).toBeNull();
+    expect(permitA.isHeld && permitB.isHeld).toBe(true);
+    expect(waiter.settled).toBe(false);
+
+    // A release on the new master wakes the waiter, which gets the freed permit.
+    const releasedAt = performance.now();
+    expect(await permitA.release()).toBe(true);
+    const permitC = await waiter.promise;
+    expect(waiter.at! - releasedAt).toBeLessThan(WAKE_MS);
+    expect(waiter.at! - waitStart).toBeLessThan(30_000);
+    expect(permitC).toMatchObject({ key: 'jobs', limit: LIMIT, isHeld: true });
+    expect(permitC.fencingToken).toBeGreaterThan(Math.max(permitA.fencingToken, permitB.fencingToken));
+    expect(await d.tryAcquirePermit('jobs', { limit: 5 })).toBeNull();
+
+    // New permits work on the new master, from an engine that never knew the old one; the stored limit applies.
+    await permitB.release();
+    const fresh = engine();
+    const permitD = granted(await eventually(() => fresh.acquirePermit('jobs', { limit: 5, waitTimeoutMs: 1_000 })));
+    expect(permitD.limit).toBe(LIMIT);
+    expect(await fresh.tryAcquirePermit('jobs', { limit: 5 })).toBeNull();
+    const other = await eventually(() => fresh.acquirePermit('after', { limit: 1, waitTimeoutMs: 1_000 }));
+    expect(await stateOn(newMaster, prefix, 'after')).toBe(true);
+    expect(await a.tryAcquirePermit('after', { limit: 1 })).toBeNull();
+    expect(await other.release()).toBe(true);
+    expect(await permitC.release()).toBe(true);
+    expect(await permitD.release()).toBe(true);
+    expect(await stateOn(newMaster, prefix, 'after')).toBe(false);
+    // Nothing held or waiting; the limit set with setPermitLimit is kept (for a day, as documented).
+    expect(await d.inspectPermits('jobs')).toMatchObject({ limit: LIMIT, used: 0, waiting: 0, holders: [] });
+
+    expect(mostHeld).toBe(LIMIT);
+    for (const err of errors) expect(err).toBeInstanceOf(LockError);
+    expect(raw).toEqual([]);
+  }, 60_000);
 });
 
 describe('through Redis Sentinel with waitForReplicas, across a failover to a replica that lagged', () => {
