@@ -72,14 +72,26 @@ export class Permits {
   constructor(private readonly parts: PermitEngineParts) {}
 
   acquire(key: string, options: PermitOptions, waiting: boolean): Promise<PermitHandle | null> {
+    const mine = frames().getStore()?.get(`${this.parts.instanceId}|${key}`) ?? 0;
+    // Inside enclosing calls holding as many permits as the limit this process last saw, a wait could never end,
+    // unless another instance raised the limit since: one attempt (which reads the stored limit) tells.
+    if (waiting && mine > 0 && mine >= (this.store().storedLimit(key) ?? options.limit)) {
+      return this.acquire(key, options, false).then((permit) => {
+        if (permit) return permit;
+        const limit = this.store().storedLimit(key) ?? options.limit;
+        if (mine >= limit) throw new PermitDeadlockError(key, limit, mine);
+        return this.acquireNow(key, options, true);
+      });
+    }
+    return this.acquireNow(key, options, waiting);
+  }
+
+  private acquireNow(key: string, options: PermitOptions, waiting: boolean): Promise<PermitHandle | null> {
     let acquisition: Promise<LockHandle | null>;
     let ref: PermitRef;
     try {
       ref = this.ref(key, options);
       const resolved = resolveAcquireOptions(this.parts.settings, { ...permitOnly(options), mode: 'write' }, key);
-      const mine = frames().getStore()?.get(`${this.parts.instanceId}|${key}`) ?? 0;
-      const limit = this.store().storedLimit(key) ?? options.limit;
-      if (waiting && mine > 0 && mine >= limit) throw new PermitDeadlockError(key, limit, mine);
       const boundMs = (waiting ? resolved.waitTimeoutMs : 0) + this.parts.settings.commandTimeoutMs;
       const request = { owner: new LockOwner(this.parts.instanceId), keys: [key], refs: [ref], options: resolved, waiting, settleBy: performance.now() + boundMs };
       acquisition = this.parts.track(this.parts.acquirer.acquire(request), boundMs, key);

@@ -251,6 +251,20 @@ describe.each(PERMIT_KINDS)('semaphores (%s store)', (kind) => {
     expect(await a.inspectPermits('two')).toBeNull();
   });
 
+  it('a nested acquisition is not refused on a stale limit: raised by another engine meanwhile, the nested call is granted', async () => {
+    const [a, b] = [worlds.engine(), worlds.engine()];
+    const nested = await a.withPermit(
+      'raised',
+      async () => {
+        expect(await b.setPermitLimit('raised', 2)).toBe(1); // a still remembers the limit 1 of its own grant
+        return a.withPermit('raised', async (inner) => inner.isHeld && (await a.inspectPermits('raised'))?.used === 2, { limit: 1, waitTimeoutMs: 10_000 });
+      },
+      { limit: 1 },
+    );
+    expect(nested).toBe(true);
+    await worlds.dropKeys();
+  });
+
   it('work running beside a permit (sibling branches, even in one withLock) waits for a permit instead of being refused', async () => {
     const a = worlds.engine();
     const ran = await a.withLock('outer', () =>
