@@ -1,7 +1,7 @@
 import type { LockMode } from '../types/lock.types.js';
 import { LockError } from './lock.error.js';
 
-/** The lock could not be acquired within `waitTimeoutMs`. Mapped to HTTP 409 on controllers. */
+/** The lock (or a permit of a semaphore) could not be acquired within `waitTimeoutMs`. Mapped to HTTP 409 on controllers. */
 export class LockAcquireTimeoutError extends LockError {
   declare readonly key: string;
   /** Every key of the request (one element for a single-key call). */
@@ -11,10 +11,13 @@ export class LockAcquireTimeoutError extends LockError {
   readonly waitedMs: number;
   /** The `waitTimeoutMs` in force, in milliseconds. */
   readonly waitTimeoutMs: number;
+  /** For a semaphore's permit, the limit asked for (the stored one may differ); `undefined` for a lock. */
+  readonly limit: number | undefined;
 
-  constructor(args: { key: string; keys: readonly string[]; mode: LockMode; waitedMs: number; waitTimeoutMs: number }) {
+  constructor(args: { key: string; keys: readonly string[]; mode: LockMode; waitedMs: number; waitTimeoutMs: number; limit?: number }) {
+    const what = args.limit === undefined ? `acquire the ${args.mode} lock on "${args.key}"` : `get a permit of semaphore "${args.key}" (limit ${args.limit})`;
     super(
-      `could not acquire the ${args.mode} lock on "${args.key}" within ${args.waitTimeoutMs} ms ` +
+      `could not ${what} within ${args.waitTimeoutMs} ms ` +
         `(waited ${Math.round(args.waitedMs)} ms); raise the waitTimeoutMs option to wait longer`,
       { key: args.key },
     );
@@ -22,5 +25,6 @@ export class LockAcquireTimeoutError extends LockError {
     this.mode = args.mode;
     this.waitedMs = args.waitedMs;
     this.waitTimeoutMs = args.waitTimeoutMs;
+    this.limit = args.limit;
   }
 }

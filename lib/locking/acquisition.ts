@@ -6,6 +6,7 @@ import { LockLostError } from '../errors/lock-lost.error.js';
 import { LockUnavailableError } from '../errors/lock-unavailable.error.js';
 import { LockUpgradeError } from '../errors/lock-upgrade.error.js';
 import type { AcquireCall, AcquireReply, LockRef, LockStore } from '../redis/lock-store.js';
+import { isPermitRef } from '../redis/permit-store.js';
 import type { LockHandle } from '../types/lock.types.js';
 import { Hold, laneOf } from './hold.js';
 import type { HoldKeeper } from './hold-keeper.js';
@@ -233,7 +234,7 @@ export class Acquirer {
         if (remaining <= 0) {
           const waitedMs = performance.now() - start;
           this.events.emit('timeout', { key: lock.key, kind: kindOf(lock), mode, owner: owner.id, waitedMs });
-          throw new LockAcquireTimeoutError({ key: lock.key, keys: request.keys, mode, waitedMs, waitTimeoutMs: options.waitTimeoutMs });
+          throw new LockAcquireTimeoutError({ key: lock.key, keys: request.keys, mode, waitedMs, waitTimeoutMs: options.waitTimeoutMs, limit: isPermitRef(lock) ? lock.limit : undefined });
         }
         if (!wait) {
           // Listen, then try again at once: a release between the attempt above and the subscription is not lost.

@@ -144,6 +144,7 @@ export class Permits {
   private handle(hold: LockHandle, ref: PermitRef): PermitHandle {
     const stored = this.store().storedLimit(ref.key) ?? ref.limit;
     if (stored !== ref.limit && !this.warned.has(`${ref.key}|${ref.limit}`)) {
+      if (this.warned.size >= 10_000) this.warned.clear(); // bounded, as the store's caches: at worst a warning again
       this.warned.add(`${ref.key}|${ref.limit}`);
       this.parts.logger.warn(
         `semaphore "${ref.key}": limit ${ref.limit} asked, ${stored} stored in Redis applies (another version of the ` +

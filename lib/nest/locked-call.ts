@@ -148,7 +148,7 @@ function runUnder<T>(engine: LockEngine, held: HeldByMethod, fn: () => T): T {
 
 /** The conflict a controller answers for a request skipped because the lock was busy (`ifLocked: 'skip'`). */
 function skippedRequest(spec: LockedMethodSpec, keys: readonly string[]): LockAcquireTimeoutError {
-  return new LockAcquireTimeoutError({ key: keys[0], keys, mode: spec.mode, waitedMs: 0, waitTimeoutMs: 0 });
+  return new LockAcquireTimeoutError({ key: keys[0], keys, mode: spec.mode, waitedMs: 0, waitTimeoutMs: 0, limit: spec.permitLimit });
 }
 
 function describe(err: unknown): string {

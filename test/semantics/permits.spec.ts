@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { LockConfigError } from '../../lib/errors/lock-config.error.js';
 import { LockLostError } from '../../lib/errors/lock-lost.error.js';
 import { PermitDeadlockError } from '../../lib/errors/permit-deadlock.error.js';
+import { LockAcquireTimeoutError } from '../../lib/errors/lock-acquire-timeout.error.js';
 import type { LockEngine } from '../../lib/locking/lock-engine.js';
 import type { LockInfo } from '../../lib/types/lock.types.js';
 import type { PermitHandle, PermitInfo } from '../../lib/types/permit.types.js';
@@ -59,6 +60,10 @@ describe.each(PERMIT_KINDS)('semaphores (%s store)', (kind) => {
     expect(most).toBeGreaterThanOrEqual(2);
     const held = await Promise.all(engines.map((e) => e.acquirePermit('k', { limit: 3 })));
     expect(await engines[0].tryAcquirePermit('k', { limit: 3 })).toBeNull();
+    const timeout = await rejectionOf(engines[1].acquirePermit('k', { limit: 3, waitTimeoutMs: 50 }));
+    expect(timeout).toBeInstanceOf(LockAcquireTimeoutError);
+    expect(timeout).toMatchObject({ key: 'k', limit: 3 });
+    expect((timeout as Error).message).toMatch(/^could not get a permit of semaphore "k" \(limit 3\) within 50 ms/);
     expect(await held[1].release()).toBe(true);
     const again = (await engines[0].tryAcquirePermit('k', { limit: 3 })) as PermitHandle;
     expect(again.isHeld).toBe(true);
