@@ -2,40 +2,24 @@
 // node_modules/.bin/nest-redis-locks against real Redis (standalone and a 3-master Cluster).
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { LockTestKit } from '../support/lock-test-kit.js';
 import { redisUrl, uniquePrefix } from '../support/redis.js';
 import { RedisCluster } from '../support/topologies.js';
 import { until } from '../support/async.js';
+import { installPackedCli } from '../support/cli-kit.js';
+import type { CliRun, InstalledCli } from '../support/cli-kit.js';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const kit = new LockTestKit();
+let cli: InstalledCli;
 let project: string;
 let bin: string;
 
-interface Run {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-  readonly ms: number;
-}
+type Run = CliRun;
 
 /** Runs the installed binary; `input` is written to its stdin. */
 function run(args: readonly string[], env: NodeJS.ProcessEnv = {}, input = ''): Promise<Run> {
-  return new Promise((resolve) => {
-    const started = performance.now();
-    const child = spawn(bin, args, { cwd: project, env: { ...process.env, NODE_OPTIONS: '', REDIS_URL: '', ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    child.stdin.end(input);
-    child.on('exit', (code) => resolve({ code, stdout, stderr, ms: performance.now() - started }));
-  });
+  return cli.run(args, env, input);
 }
 
 /** Runs the binary on a pseudo-terminal (`script`), typing `typed`. */
@@ -54,24 +38,12 @@ function expectOneLineError(r: Run): void {
 }
 
 beforeAll(() => {
-  if (!existsSync(join(ROOT, 'dist/esm/cli/main.js'))) throw new Error('dist/ is missing: run `npm run build` first (npm test does)');
-  project = mkdtempSync(join(tmpdir(), 'nest-redis-locks-cli-'));
-  const packed = spawnSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', project], { cwd: ROOT, encoding: 'utf8' });
-  if (packed.status !== 0) throw new Error(`npm pack failed: ${packed.stderr}`);
-  const tarball = join(project, (JSON.parse(packed.stdout) as { filename: string }[])[0].filename);
-  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'cli-user', version: '1.0.0', private: true }));
-  // Offline: the package has no dependencies of its own; its peer ioredis comes from this repository.
-  const installed = spawnSync('npm', ['install', tarball, '--offline', '--ignore-scripts', '--legacy-peer-deps', '--no-audit', '--no-fund', '--no-package-lock'], {
-    cwd: project,
-    encoding: 'utf8',
-  });
-  if (installed.status !== 0) throw new Error(`npm install of the tarball failed: ${installed.stderr}`);
-  mkdirSync(join(project, 'node_modules'), { recursive: true });
-  symlinkSync(join(ROOT, 'node_modules', 'ioredis'), join(project, 'node_modules', 'ioredis'), 'dir');
-  bin = join(project, 'node_modules', '.bin', 'nest-redis-locks');
+  cli = installPackedCli();
+  project = cli.project;
+  bin = cli.bin;
 }, 120_000);
 
-afterAll(() => rmSync(project, { recursive: true, force: true }));
+afterAll(() => cli?.remove());
 afterEach(() => kit.closeAll());
 
 describe('nest-redis-locks (installed from the packed tarball)', () => {
