@@ -4,7 +4,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import type { AddressInfo } from 'node:net';
 import { ForbiddenException, Injectable, Module, UnauthorizedException } from '@nestjs/common';
-import type { CallHandler, CanActivate, ExecutionContext, NestInterceptor } from '@nestjs/common';
+import type { CallHandler, CanActivate, ExecutionContext, LoggerService, NestInterceptor } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { map } from 'rxjs';
 import type { Observable } from 'rxjs';
@@ -155,6 +155,29 @@ describe('lock board access', () => {
     await until(async () => (await app.locks.inspectPermits('exports')) === null, 10_000, 'every permit freed');
     await untilKeys(page, (k) => k.length === 0, 'the semaphore to disappear');
     // The workers are killed by the kit; their permits are gone already.
+  }, 90_000);
+
+  it('logs each force release as a warning of the LockBoard context naming the key and the request', async () => {
+    const lines: { level: string; message: string; context: string }[] = [];
+    const record = (level: string) => (message: unknown, context?: unknown) => void lines.push({ level, message: String(message), context: String(context) });
+    const logger: LoggerService = { log: record('log'), warn: record('warn'), error: record('error'), debug: record('debug'), verbose: record('verbose') };
+    const app = await board({ logger, board: { allowForceRelease: true, guards: [new TokenGuard('aud1t')] } });
+    const lock = await app.locks.acquire('audit:1');
+    const res = await fetch(`${app.origin}/locks/api/force-release?from=test`, {
+      ...POST_FROM_PAGE('audit:1'),
+      headers: { ...POST_FROM_PAGE('').headers, authorization: 'Bearer aud1t', 'user-agent': 'audit-test/1.0' },
+    });
+    expect(res.status).toBe(200);
+    const audit = lines.filter((l) => l.context === 'LockBoard');
+    expect(audit).toEqual([
+      {
+        level: 'warn',
+        context: 'LockBoard',
+        message:
+          'force release of lock "audit:1" (it was held: holders lose it at their next renewal) by POST /locks/api/force-release?from=test user oncall from 127.0.0.1, user agent "audit-test/1.0"',
+      },
+    ]);
+    await until(() => !lock.isHeld, 15_000, 'the holder to find out');
   }, 90_000);
 
   it('refuses a cross-site force release: a form post, and a fetch from another origin even when CORS lets it through', async () => {

@@ -1,6 +1,7 @@
 // The lock board in a real browser (Chromium through playwright-core) against a real Nest application and Redis:
 // holders of other processes, waiters and the alarm highlight, the filter, escaping and the strict CSP.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { hostname } from 'node:os';
 import helmet from 'helmet';
 import type { Browser, Page } from 'playwright-core';
 import { launchChromium, startBoardApp } from '../support/board-kit.js';
@@ -171,6 +172,46 @@ describe('lock board page', () => {
     // The style sheet applied (a rule of board.css), so it was not blocked.
     expect(await page.locator('th').first().evaluate((th) => (globalThis as any).getComputedStyle(th).fontWeight)).toBe('600');
     await lock.release();
+    expect(problems).toEqual([]);
+  }, 90_000);
+  it('highlights a lock held longer than holdWarningMs (badge and alarm colour), and not one held for less', async () => {
+    const app = await board({ lockOptions: { holdWarningMs: 3_000, waitWarningMs: 0 } });
+    const old = await app.locks.acquire('hold:old', { leaseMs: 30_000 });
+    const { page, problems } = await open(`${app.origin}/locks`);
+    await until(async () => (await row(page, 'hold:old').getAttribute('class'))?.includes('alarm') === true, 15_000, 'hold:old highlighted');
+    expect(await row(page, 'hold:old').locator('.badge').innerText()).toBe('held > 3.0 s');
+    // The highlight is visible: the alarm background of board.css, not the plain one.
+    const background = (key: string) => row(page, key).locator('td').first().evaluate((td) => (globalThis as any).getComputedStyle(td).backgroundColor as string);
+    expect(await background('hold:old')).toBe('rgb(255, 241, 229)');
+    // A lock taken now is shown (within a refresh or two, well under 3 s) without the highlight.
+    const fresh = await app.locks.acquire('hold:new', { leaseMs: 30_000 });
+    await untilKeys(page, (k) => k.join() === 'hold:new,hold:old', 'both locks');
+    expect(await row(page, 'hold:new').getAttribute('class')).not.toContain('alarm');
+    expect(await row(page, 'hold:new').locator('.badge').count()).toBe(0);
+    expect(await background('hold:new')).not.toBe('rgb(255, 241, 229)');
+    expect(await page.locator('#summary').innerText()).toContain('1 flagged by the deadlock alarm');
+    await Promise.all([old.release(), fresh.release()]);
+    expect(problems).toEqual([]);
+  }, 90_000);
+
+  it('labels each recent event with the host and pid of the instance that saw it, and says which instance answered', async () => {
+    const app = await board();
+    const { page, problems } = await open(`${app.origin}/locks`);
+    const lock = await app.locks.acquire('event:1');
+    await lock.release();
+    const label = ` · seen by ${hostname()} pid ${process.pid}`;
+    let items: string[] = [];
+    await until(
+      async () => (items = await page.locator('#events li').allInnerTexts()).some((t) => t.includes('released event:1')),
+      15_000,
+      'the released event',
+    );
+    const acquired = items.find((t) => t.includes('acquired event:1'));
+    const released = items.find((t) => t.includes('released event:1'));
+    expect(acquired).toMatch(new RegExp(`^\\S.* acquired event:1 \\(write\\) by \\S+, waited \\d+ ms${label.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`));
+    expect(released).toMatch(/^\S.* released event:1 \(write\) by \S+, held \d+ ms · seen by /);
+    expect(released!.endsWith(label)).toBe(true);
+    expect(await page.locator('#instance').innerText()).toBe(`Answered by ${hostname()} pid ${process.pid} (${app.locks.engine.settings.appName})`);
     expect(problems).toEqual([]);
   }, 90_000);
 });
