@@ -180,56 +180,7 @@ describe('lock board access', () => {
     await until(() => !lock.isHeld, 15_000, 'the holder to find out');
   }, 90_000);
 
-  it('refuses a cross-site force release: a form post, and a fetch from another origin even when CORS lets it through', async () => {
-    const app = await board({ board: { allowForceRelease: true }, configure: (a) => a.enableCors({ origin: true, allowedHeaders: ['content-type', 'x-lock-board'] }) });
-    const lock = await app.locks.acquire('victim:1');
-    const target = `${app.origin}/locks/api/force-release`;
-    const evil = await otherOrigin('<!doctype html><title>evil</title>');
-    kit.add(() => evil.close());
-    const page = await open(`${evil.origin}/`);
-    // A fetch with the custom header: CORS (enabled by the app) lets it through; Sec-Fetch-Site says cross-site.
-    const fetched = await page.evaluate(async ([url, init]) => {
-      const res = await fetch(url, init);
-      return { status: res.status, body: await res.text() };
-    }, [target, POST_FROM_PAGE('victim:1')] as const);
-    expect(fetched.status).toBe(403);
-    // Another port of the same host is another origin of the same site: refused all the same.
-    expect(fetched.body).toMatch(/cross-site request refused \(Sec-Fetch-Site: (cross|same)-site\)/);
-    // A plain form post (no custom header possible).
-    const form = await page.evaluate(async ([url]) => {
-      const res = await fetch(url, { method: 'POST', mode: 'no-cors', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'kind=lock&key=victim%3A1' });
-      return res.type;
-    }, [target] as const);
-    expect(form).toBe('opaque');
-    // Without a browser's headers but with a foreign Origin.
-    const forged = await fetch(target, { ...POST_FROM_PAGE('victim:1'), headers: { ...POST_FROM_PAGE('').headers, origin: 'http://evil.example' } });
-    expect(forged.status).toBe(403);
-    expect(await app.locks.inspect('victim:1')).not.toBeNull();
-    await lock.release();
-  }, 90_000);
 
-  it('keeps anonymous requests out of the page, its files and the JSON (board guards: 401; global guards: 403)', async () => {
-    const denyAll: CanActivate = {
-      canActivate: (context: ExecutionContext) => {
-        const req = context.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>();
-        if (req.headers['x-global'] !== 'yes') throw new ForbiddenException('global guard');
-        return true;
-      },
-    };
-    const app = await board({ board: { allowForceRelease: true, guards: [new TokenGuard('t0k')] }, globalGuards: [denyAll] });
-    const paths = ['locks', 'locks/index.html', 'locks/board.js', 'locks/board.css', 'locks/api/view', 'locks/api/snapshot', 'locks/api/events', 'locks/api/detail?key=a'];
-    for (const path of paths) {
-      expect([path, (await fetch(`${app.origin}/${path}`, { redirect: 'manual', headers: { 'x-global': 'yes' } })).status]).toEqual([path, 401]);
-      expect([path, (await fetch(`${app.origin}/${path}`, { redirect: 'manual', headers: { authorization: 'Bearer t0k' } })).status]).toEqual([path, 403]);
-      const ok = await fetch(`${app.origin}/${path}`, { redirect: 'manual', headers: { authorization: 'Bearer t0k', 'x-global': 'yes' } });
-      expect([path, ok.status]).toEqual([path, path === 'locks' ? 302 : 200]);
-    }
-    const post = await fetch(`${app.origin}/locks/api/force-release`, { ...POST_FROM_PAGE('a'), headers: { ...POST_FROM_PAGE('a').headers, 'x-global': 'yes' } });
-    expect(post.status).toBe(401);
-    // The page of an anonymous browser says so instead of showing an empty table.
-    const page = await open(`${app.origin}/locks/index.html`, { 'x-global': 'yes' });
-    expect(await page.locator('body').innerText()).not.toContain('Locks');
-  }, 90_000);
 
   it('works behind a proxy that strips a path prefix, under the application’s global prefix', async () => {
     const app = await board({ globalPrefix: 'api', board: { path: 'admin/locks' } });
@@ -279,6 +230,60 @@ describe('lock board access', () => {
     owner.send({ type: 'release' });
     await owner.next('released');
   }, 90_000);
+});
+
+
+describe.each(['express', 'fastify'] as const)('lock board access on %s', (platform) => {
+    it('refuses a cross-site force release: a form post, and a fetch from another origin even when CORS lets it through', async () => {
+      const app = await board({ platform, board: { allowForceRelease: true }, configure: (a) => a.enableCors({ origin: true, allowedHeaders: ['content-type', 'x-lock-board'] }) });
+      const lock = await app.locks.acquire('victim:1');
+      const target = `${app.origin}/locks/api/force-release`;
+      const evil = await otherOrigin('<!doctype html><title>evil</title>');
+      kit.add(() => evil.close());
+      const page = await open(`${evil.origin}/`);
+      // A fetch with the custom header: CORS (enabled by the app) lets it through; Sec-Fetch-Site says cross-site.
+      const fetched = await page.evaluate(async ([url, init]) => {
+        const res = await fetch(url, init);
+        return { status: res.status, body: await res.text() };
+      }, [target, POST_FROM_PAGE('victim:1')] as const);
+      expect(fetched.status).toBe(403);
+      // Another port of the same host is another origin of the same site: refused all the same.
+      expect(fetched.body).toMatch(/cross-site request refused \(Sec-Fetch-Site: (cross|same)-site\)/);
+      // A plain form post (no custom header possible).
+      const form = await page.evaluate(async ([url]) => {
+        const res = await fetch(url, { method: 'POST', mode: 'no-cors', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'kind=lock&key=victim%3A1' });
+        return res.type;
+      }, [target] as const);
+      expect(form).toBe('opaque');
+      // Without a browser's headers but with a foreign Origin.
+      const forged = await fetch(target, { ...POST_FROM_PAGE('victim:1'), headers: { ...POST_FROM_PAGE('').headers, origin: 'http://evil.example' } });
+      expect(forged.status).toBe(403);
+      expect(await app.locks.inspect('victim:1')).not.toBeNull();
+      await lock.release();
+    }, 90_000);
+
+    it('keeps anonymous requests out of the page, its files and the JSON (board guards: 401; global guards: 403)', async () => {
+      const denyAll: CanActivate = {
+        canActivate: (context: ExecutionContext) => {
+          const req = context.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>();
+          if (req.headers['x-global'] !== 'yes') throw new ForbiddenException('global guard');
+          return true;
+        },
+      };
+      const app = await board({ platform, board: { allowForceRelease: true, guards: [new TokenGuard('t0k')] }, globalGuards: [denyAll] });
+      const paths = ['locks', 'locks/index.html', 'locks/board.js', 'locks/board.css', 'locks/api/view', 'locks/api/snapshot', 'locks/api/events', 'locks/api/detail?key=a'];
+      for (const path of paths) {
+        expect([path, (await fetch(`${app.origin}/${path}`, { redirect: 'manual', headers: { 'x-global': 'yes' } })).status]).toEqual([path, 401]);
+        expect([path, (await fetch(`${app.origin}/${path}`, { redirect: 'manual', headers: { authorization: 'Bearer t0k' } })).status]).toEqual([path, 403]);
+        const ok = await fetch(`${app.origin}/${path}`, { redirect: 'manual', headers: { authorization: 'Bearer t0k', 'x-global': 'yes' } });
+        expect([path, ok.status]).toEqual([path, path === 'locks' ? 302 : 200]);
+      }
+      const post = await fetch(`${app.origin}/locks/api/force-release`, { ...POST_FROM_PAGE('a'), headers: { ...POST_FROM_PAGE('a').headers, 'x-global': 'yes' } });
+      expect(post.status).toBe(401);
+      // The page of an anonymous browser says so instead of showing an empty table.
+      const page = await open(`${app.origin}/locks/index.html`, { 'x-global': 'yes' });
+      expect(await page.locator('body').innerText()).not.toContain('Locks');
+    }, 90_000);
 });
 
 /** What the application's own modules provide: the admin token a class guard reads through DI. */

@@ -140,40 +140,7 @@ describe('lock board page', () => {
     expect(problems).toEqual([]);
   }, 90_000);
 
-  it('renders a key made of markup as text, under helmet’s default Content-Security-Policy', async () => {
-    const xss = '<img src=x onerror=alert(1)>';
-    const app = await board({ configure: (a) => void a.use(helmet()) });
-    const lock = await app.locks.acquire(xss);
-    const { page, problems } = await open(`${app.origin}/locks`);
-    await untilKeys(page, (k) => k.join() === xss, 'the markup key');
-    expect(await row(page, xss).locator('.key').innerText()).toBe(xss);
-    expect(await page.locator('img').count()).toBe(0);
-    await row(page, xss).getByRole('button').click();
-    await page.locator('#detail-title').waitFor();
-    await until(async () => (await page.locator('#detail-rows tr').count()) === 1, 10_000, 'the detail view');
-    expect(await page.locator('#detail-title').innerText()).toBe(`lock ${xss}`);
-    expect(await page.locator('img').count()).toBe(0);
-    const csp = (await page.request.get(`${app.origin}/locks/index.html`)).headers()['content-security-policy'];
-    // helmet's policy is the one in force (the board does not replace an application's own).
-    expect(csp).toContain("script-src-attr 'none'");
-    await lock.release();
-    expect(problems).toEqual([]);
-  }, 90_000);
 
-  it('works under a strict CSP of its own when the application sets none: every part comes from its own files', async () => {
-    const app = await board();
-    const lock = await app.locks.acquire('csp:1');
-    const { page, problems } = await open(`${app.origin}/locks`);
-    const csp = (await page.request.get(`${app.origin}/locks/index.html`)).headers()['content-security-policy'];
-    expect(csp).toBe(
-      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
-    );
-    await untilKeys(page, (k) => k.join() === 'csp:1', 'the lock');
-    // The style sheet applied (a rule of board.css), so it was not blocked.
-    expect(await page.locator('th').first().evaluate((th) => (globalThis as any).getComputedStyle(th).fontWeight)).toBe('600');
-    await lock.release();
-    expect(problems).toEqual([]);
-  }, 90_000);
   it('highlights a lock held longer than holdWarningMs (badge and alarm colour), and not one held for less', async () => {
     const app = await board({ lockOptions: { holdWarningMs: 3_000, waitWarningMs: 0 } });
     const old = await app.locks.acquire('hold:old', { leaseMs: 30_000 });
@@ -214,4 +181,41 @@ describe('lock board page', () => {
     expect(await page.locator('#instance').innerText()).toBe(`Answered by ${hostname()} pid ${process.pid} (${app.locks.engine.settings.appName})`);
     expect(problems).toEqual([]);
   }, 90_000);
+});
+
+describe.each(['express', 'fastify'] as const)('lock board page under a Content-Security-Policy on %s', (platform) => {
+    it('renders a key made of markup as text, under helmet’s default Content-Security-Policy', async () => {
+      const xss = '<img src=x onerror=alert(1)>';
+      const app = await board({ platform, configure: (a) => void a.use(helmet()) });
+      const lock = await app.locks.acquire(xss);
+      const { page, problems } = await open(`${app.origin}/locks`);
+      await untilKeys(page, (k) => k.join() === xss, 'the markup key');
+      expect(await row(page, xss).locator('.key').innerText()).toBe(xss);
+      expect(await page.locator('img').count()).toBe(0);
+      await row(page, xss).getByRole('button').click();
+      await page.locator('#detail-title').waitFor();
+      await until(async () => (await page.locator('#detail-rows tr').count()) === 1, 10_000, 'the detail view');
+      expect(await page.locator('#detail-title').innerText()).toBe(`lock ${xss}`);
+      expect(await page.locator('img').count()).toBe(0);
+      const csp = (await page.request.get(`${app.origin}/locks/index.html`)).headers()['content-security-policy'];
+      // helmet's policy is the one in force (the board does not replace an application's own).
+      expect(csp).toContain("script-src-attr 'none'");
+      await lock.release();
+      expect(problems).toEqual([]);
+    }, 90_000);
+
+    it('works under a strict CSP of its own when the application sets none: every part comes from its own files', async () => {
+      const app = await board({ platform });
+      const lock = await app.locks.acquire('csp:1');
+      const { page, problems } = await open(`${app.origin}/locks`);
+      const csp = (await page.request.get(`${app.origin}/locks/index.html`)).headers()['content-security-policy'];
+      expect(csp).toBe(
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+      );
+      await untilKeys(page, (k) => k.join() === 'csp:1', 'the lock');
+      // The style sheet applied (a rule of board.css), so it was not blocked.
+      expect(await page.locator('th').first().evaluate((th) => (globalThis as any).getComputedStyle(th).fontWeight)).toBe('600');
+      await lock.release();
+      expect(problems).toEqual([]);
+    }, 90_000);
 });
