@@ -10,6 +10,8 @@ import { LockTestKit } from '../support/lock-test-kit.js';
 import { redisUrl, uniquePrefix } from '../support/redis.js';
 import { WorkerProcess } from '../support/worker-process.js';
 import { until } from '../support/async.js';
+import { RedisCluster } from '../support/topologies.js';
+import type { BoardSnapshot } from '../../lib/board/index.js';
 
 const kit = new LockTestKit();
 let browser: Browser;
@@ -218,4 +220,24 @@ describe.each(['express', 'fastify'] as const)('lock board page under a Content-
       await lock.release();
       expect(problems).toEqual([]);
     }, 90_000);
+});
+
+describe('lock board on a Redis Cluster', () => {
+  it('scans every master: locks on keys spread over the 3 masters all appear, on the page and in the JSON', async () => {
+    const cluster = await RedisCluster.start(kit);
+    const client = cluster.client();
+    const keyPrefix = uniquePrefix('board');
+    const app = await board({ redis: client, keyPrefix });
+    const keys = Array.from({ length: 12 }, (_, i) => `spread:${String(i).padStart(2, '0')}`);
+    const handles = await Promise.all(keys.map((k) => app.locks.acquire(k)));
+    const masters = new Set(await Promise.all(keys.map(async (k) => (await cluster.masterFor(`${keyPrefix}{${k}}`)).port)));
+    expect(masters.size).toBe(3);
+    const snapshot = (await (await fetch(`${app.origin}/locks/api/snapshot`)).json()) as BoardSnapshot;
+    expect({ keys: snapshot.entries.map((e) => e.key), complete: snapshot.complete, failures: snapshot.failures }).toEqual({ keys, complete: true, failures: [] });
+    const { page, problems } = await open(`${app.origin}/locks`);
+    await untilKeys(page, (k) => k.join() === keys.join(), 'every lock of every master');
+    await Promise.all(handles.map((h) => h.release()));
+    await untilKeys(page, (k) => k.length === 0, 'the locks to disappear');
+    expect(problems).toEqual([]);
+  }, 120_000);
 });
