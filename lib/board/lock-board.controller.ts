@@ -61,14 +61,24 @@ export function lockBoardController(path: string, guards: readonly LockBoardGuar
     /** What the page shows: the shared snapshot, this instance's recent events and the board's settings. 503 when Redis cannot be read. */
     @Get('api/view')
     async view(@Query('filter') filter: unknown, @Res() res: unknown): Promise<void> {
-      const view = await this.board.view(text(filter));
+      let view;
+      try {
+        view = await this.board.view(text(filter));
+      } catch (err) {
+        return this.unreadable(res, err);
+      }
       this.json(res, view.snapshot.error ? 503 : 200, view);
     }
 
     /** The shared snapshot (for dashboards). 503 when Redis cannot be read. */
     @Get('api/snapshot')
     async snapshot(@Query('filter') filter: unknown, @Res() res: unknown): Promise<void> {
-      const snapshot = await this.board.snapshot(text(filter));
+      let snapshot;
+      try {
+        snapshot = await this.board.snapshot(text(filter));
+      } catch (err) {
+        return this.unreadable(res, err);
+      }
       this.json(res, snapshot.error ? 503 : 200, snapshot);
     }
 
@@ -101,6 +111,11 @@ export function lockBoardController(path: string, guards: readonly LockBoardGuar
       } catch (err) {
         this.json(res, 503, { error: (err as Error).message });
       }
+    }
+
+    /** A snapshot that failed outright (not a failure the snapshot reports itself): 503 with the reason, never a bare 500. */
+    private unreadable(res: unknown, err: unknown): void {
+      this.json(res, 503, { error: `the lock board cannot read Redis: ${err instanceof Error ? err.message : String(err)}` });
     }
 
     private header(res: unknown, name: string, value: string): void {

@@ -48,7 +48,7 @@ Commands:
 
 Options:
   --url <url>               redis:// or rediss:// URL; repeat for several nodes (default: $REDIS_URL, else ${CLI_DEFAULTS.url})
-  --cluster                 the URLs are nodes of a Redis Cluster
+  --cluster                 the URLs are nodes of a Redis Cluster (found by itself for one URL)
   --quorum                  the URLs are the independent masters of quorum mode
   --prefix <prefix>         the application's keyPrefix (default ${CLI_DEFAULTS.keyPrefix})
   --json                    machine-readable output (watch: one JSON document per line)

@@ -78,31 +78,11 @@ export async function openSession(options: CliOptions): Promise<CliSession> {
       throw new CliError(`cannot reach the quorum masters ${where}: ${ping.error ?? 'no answer'}`);
     }
   } else {
-    const [first] = nodes;
-    const { host: _host, port: _port, retryStrategy: _retry, lazyConnect: _lazy, ...shared } = first;
-    client =
-      options.topology === 'cluster'
-        ? new Cluster(
-            nodes.map((n) => ({ host: n.host as string, port: n.port as number })),
-            {
-              lazyConnect: true,
-              redisOptions: shared,
-              clusterRetryStrategy: (attempt: number) => Math.min(attempt * 200, 2_000),
-              slotsRefreshTimeout: options.timeoutMs,
-              dnsLookup: (address, callback) => callback(null, address),
-            },
-          )
-        : new Redis(first);
-    let lastError: Error | undefined;
-    client.on('error', (err: Error) => (lastError = err));
-    try {
-      await bounded(client.connect(), options.timeoutMs, 'connecting');
-      await bounded(client.ping(), options.timeoutMs, 'PING');
-    } catch (err) {
+    client = await connect(nodes, options.topology === 'cluster', options.timeoutMs, where);
+    // A node of a Redis Cluster given without --cluster: its INFO says so, and every master is then scanned.
+    if (!(client instanceof Cluster) && /^cluster_enabled:1\s*$/m.test(await bounded(client.info('cluster'), options.timeoutMs, 'INFO').catch(() => ''))) {
       client.disconnect();
-      // The connection's own error (ECONNREFUSED, a TLS or AUTH failure) says more than the command's.
-      const reason = lastError?.message ?? (err as Error).message;
-      throw new CliError(`cannot reach Redis ${options.topology === 'cluster' ? 'Cluster ' : ''}at ${where}: ${reason}`);
+      client = await connect(nodes, true, options.timeoutMs, where);
     }
     engine = new LockEngine({ redis: client, keyPrefix: options.keyPrefix, commandTimeoutMs: options.timeoutMs, holdWarningMs: 0, waitWarningMs: 0, logger: quiet });
   }
@@ -128,4 +108,34 @@ export async function openSession(options: CliOptions): Promise<CliSession> {
       }
     },
   };
+}
+
+/** A connected client (a Cluster client when `cluster`), or a `CliError` naming what the connection said. */
+async function connect(nodes: readonly RedisOptions[], cluster: boolean, timeoutMs: number, where: string): Promise<Redis | Cluster> {
+  const [first] = nodes;
+  const { host: _host, port: _port, retryStrategy: _retry, lazyConnect: _lazy, ...shared } = first;
+  const client = cluster
+    ? new Cluster(
+        nodes.map((n) => ({ host: n.host as string, port: n.port as number })),
+        {
+          lazyConnect: true,
+          redisOptions: shared,
+          clusterRetryStrategy: (attempt: number) => Math.min(attempt * 200, 2_000),
+          slotsRefreshTimeout: timeoutMs,
+          dnsLookup: (address, callback) => callback(null, address),
+        },
+      )
+    : new Redis(first);
+  let lastError: Error | undefined;
+  client.on('error', (err: Error) => (lastError = err));
+  try {
+    await bounded(client.connect(), timeoutMs, 'connecting');
+    await bounded(client.ping(), timeoutMs, 'PING');
+  } catch (err) {
+    client.disconnect();
+    // The connection's own error (ECONNREFUSED, a TLS or AUTH failure) says more than the command's.
+    const reason = lastError?.message ?? (err as Error).message;
+    throw new CliError(`cannot reach Redis ${cluster ? 'Cluster ' : ''}at ${where}: ${reason}`);
+  }
+  return client;
 }

@@ -49,7 +49,8 @@ export async function main(argv: readonly string[]): Promise<number> {
 }
 
 function usage(err: unknown): number {
-  process.stderr.write(`${NAME}: ${(err as Error).message}\nRun "${NAME} --help" for the commands and options.\n`);
+  // One line, as every error of the tool: the message, then where to look.
+  process.stderr.write(`${NAME}: ${(err as Error).message.split('\n')[0]} (see --help)\n`);
   return 2;
 }
 

@@ -1,6 +1,7 @@
 // The lock board in a real browser (Chromium through playwright-core) against a real Nest application and Redis:
 // holders of other processes, waiters and the alarm highlight, the filter, escaping and the strict CSP.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { hostname } from 'node:os';
 import helmet from 'helmet';
 import type { Browser, Page } from 'playwright-core';
 import { launchChromium, startBoardApp } from '../support/board-kit.js';
@@ -9,6 +10,8 @@ import { LockTestKit } from '../support/lock-test-kit.js';
 import { redisUrl, uniquePrefix } from '../support/redis.js';
 import { WorkerProcess } from '../support/worker-process.js';
 import { until } from '../support/async.js';
+import { RedisCluster } from '../support/topologies.js';
+import type { BoardSnapshot } from '../../lib/board/index.js';
 
 const kit = new LockTestKit();
 let browser: Browser;
@@ -139,38 +142,102 @@ describe('lock board page', () => {
     expect(problems).toEqual([]);
   }, 90_000);
 
-  it('renders a key made of markup as text, under helmet’s default Content-Security-Policy', async () => {
-    const xss = '<img src=x onerror=alert(1)>';
-    const app = await board({ configure: (a) => void a.use(helmet()) });
-    const lock = await app.locks.acquire(xss);
+
+  it('highlights a lock held longer than holdWarningMs (badge and alarm colour), and not one held for less', async () => {
+    const app = await board({ lockOptions: { holdWarningMs: 3_000, waitWarningMs: 0 } });
+    const old = await app.locks.acquire('hold:old', { leaseMs: 30_000 });
     const { page, problems } = await open(`${app.origin}/locks`);
-    await untilKeys(page, (k) => k.join() === xss, 'the markup key');
-    expect(await row(page, xss).locator('.key').innerText()).toBe(xss);
-    expect(await page.locator('img').count()).toBe(0);
-    await row(page, xss).getByRole('button').click();
-    await page.locator('#detail-title').waitFor();
-    await until(async () => (await page.locator('#detail-rows tr').count()) === 1, 10_000, 'the detail view');
-    expect(await page.locator('#detail-title').innerText()).toBe(`lock ${xss}`);
-    expect(await page.locator('img').count()).toBe(0);
-    const csp = (await page.request.get(`${app.origin}/locks/index.html`)).headers()['content-security-policy'];
-    // helmet's policy is the one in force (the board does not replace an application's own).
-    expect(csp).toContain("script-src-attr 'none'");
-    await lock.release();
+    await until(async () => (await row(page, 'hold:old').getAttribute('class'))?.includes('alarm') === true, 15_000, 'hold:old highlighted');
+    expect(await row(page, 'hold:old').locator('.badge').innerText()).toBe('held > 3.0 s');
+    // The highlight is visible: the alarm background of board.css, not the plain one.
+    const background = (key: string) => row(page, key).locator('td').first().evaluate((td) => (globalThis as any).getComputedStyle(td).backgroundColor as string);
+    expect(await background('hold:old')).toBe('rgb(255, 241, 229)');
+    // A lock taken now is shown (within a refresh or two, well under 3 s) without the highlight.
+    const fresh = await app.locks.acquire('hold:new', { leaseMs: 30_000 });
+    await untilKeys(page, (k) => k.join() === 'hold:new,hold:old', 'both locks');
+    expect(await row(page, 'hold:new').getAttribute('class')).not.toContain('alarm');
+    expect(await row(page, 'hold:new').locator('.badge').count()).toBe(0);
+    expect(await background('hold:new')).not.toBe('rgb(255, 241, 229)');
+    expect(await page.locator('#summary').innerText()).toContain('1 flagged by the deadlock alarm');
+    await Promise.all([old.release(), fresh.release()]);
     expect(problems).toEqual([]);
   }, 90_000);
 
-  it('works under a strict CSP of its own when the application sets none: every part comes from its own files', async () => {
+  it('labels each recent event with the host and pid of the instance that saw it, and says which instance answered', async () => {
     const app = await board();
-    const lock = await app.locks.acquire('csp:1');
     const { page, problems } = await open(`${app.origin}/locks`);
-    const csp = (await page.request.get(`${app.origin}/locks/index.html`)).headers()['content-security-policy'];
-    expect(csp).toBe(
-      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
-    );
-    await untilKeys(page, (k) => k.join() === 'csp:1', 'the lock');
-    // The style sheet applied (a rule of board.css), so it was not blocked.
-    expect(await page.locator('th').first().evaluate((th) => (globalThis as any).getComputedStyle(th).fontWeight)).toBe('600');
+    const lock = await app.locks.acquire('event:1');
     await lock.release();
+    const label = ` · seen by ${hostname()} pid ${process.pid}`;
+    let items: string[] = [];
+    await until(
+      async () => (items = await page.locator('#events li').allInnerTexts()).some((t) => t.includes('released event:1')),
+      15_000,
+      'the released event',
+    );
+    const acquired = items.find((t) => t.includes('acquired event:1'));
+    const released = items.find((t) => t.includes('released event:1'));
+    expect(acquired).toMatch(new RegExp(`^\\S.* acquired event:1 \\(write\\) by \\S+, waited \\d+ ms${label.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`));
+    expect(released).toMatch(/^\S.* released event:1 \(write\) by \S+, held \d+ ms · seen by /);
+    expect(released!.endsWith(label)).toBe(true);
+    expect(await page.locator('#instance').innerText()).toBe(`Answered by ${hostname()} pid ${process.pid} (${app.locks.engine.settings.appName})`);
     expect(problems).toEqual([]);
   }, 90_000);
+});
+
+describe.each(['express', 'fastify'] as const)('lock board page under a Content-Security-Policy on %s', (platform) => {
+    it('renders a key made of markup as text, under helmet’s default Content-Security-Policy', async () => {
+      const xss = '<img src=x onerror=alert(1)>';
+      const app = await board({ platform, configure: (a) => void a.use(helmet()) });
+      const lock = await app.locks.acquire(xss);
+      const { page, problems } = await open(`${app.origin}/locks`);
+      await untilKeys(page, (k) => k.join() === xss, 'the markup key');
+      expect(await row(page, xss).locator('.key').innerText()).toBe(xss);
+      expect(await page.locator('img').count()).toBe(0);
+      await row(page, xss).getByRole('button').click();
+      await page.locator('#detail-title').waitFor();
+      await until(async () => (await page.locator('#detail-rows tr').count()) === 1, 10_000, 'the detail view');
+      expect(await page.locator('#detail-title').innerText()).toBe(`lock ${xss}`);
+      expect(await page.locator('img').count()).toBe(0);
+      const csp = (await page.request.get(`${app.origin}/locks/index.html`)).headers()['content-security-policy'];
+      // helmet's policy is the one in force (the board does not replace an application's own).
+      expect(csp).toContain("script-src-attr 'none'");
+      await lock.release();
+      expect(problems).toEqual([]);
+    }, 90_000);
+
+    it('works under a strict CSP of its own when the application sets none: every part comes from its own files', async () => {
+      const app = await board({ platform });
+      const lock = await app.locks.acquire('csp:1');
+      const { page, problems } = await open(`${app.origin}/locks`);
+      const csp = (await page.request.get(`${app.origin}/locks/index.html`)).headers()['content-security-policy'];
+      expect(csp).toBe(
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+      );
+      await untilKeys(page, (k) => k.join() === 'csp:1', 'the lock');
+      // The style sheet applied (a rule of board.css), so it was not blocked.
+      expect(await page.locator('th').first().evaluate((th) => (globalThis as any).getComputedStyle(th).fontWeight)).toBe('600');
+      await lock.release();
+      expect(problems).toEqual([]);
+    }, 90_000);
+});
+
+describe('lock board on a Redis Cluster', () => {
+  it('scans every master: locks on keys spread over the 3 masters all appear, on the page and in the JSON', async () => {
+    const cluster = await RedisCluster.start(kit);
+    const client = cluster.client();
+    const keyPrefix = uniquePrefix('board');
+    const app = await board({ redis: client, keyPrefix });
+    const keys = Array.from({ length: 12 }, (_, i) => `spread:${String(i).padStart(2, '0')}`);
+    const handles = await Promise.all(keys.map((k) => app.locks.acquire(k)));
+    const masters = new Set(await Promise.all(keys.map(async (k) => (await cluster.masterFor(`${keyPrefix}{${k}}`)).port)));
+    expect(masters.size).toBe(3);
+    const snapshot = (await (await fetch(`${app.origin}/locks/api/snapshot`)).json()) as BoardSnapshot;
+    expect({ keys: snapshot.entries.map((e) => e.key), complete: snapshot.complete, failures: snapshot.failures }).toEqual({ keys, complete: true, failures: [] });
+    const { page, problems } = await open(`${app.origin}/locks`);
+    await untilKeys(page, (k) => k.join() === keys.join(), 'every lock of every master');
+    await Promise.all(handles.map((h) => h.release()));
+    await untilKeys(page, (k) => k.length === 0, 'the locks to disappear');
+    expect(problems).toEqual([]);
+  }, 120_000);
 });

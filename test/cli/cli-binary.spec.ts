@@ -2,40 +2,28 @@
 // node_modules/.bin/nest-redis-locks against real Redis (standalone and a 3-master Cluster).
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort } from '../../tools/redis-server.mjs';
 import { LockTestKit } from '../support/lock-test-kit.js';
 import { redisUrl, uniquePrefix } from '../support/redis.js';
 import { RedisCluster } from '../support/topologies.js';
 import { until } from '../support/async.js';
+import { installPackedCli } from '../support/cli-kit.js';
+import type { CliRun, InstalledCli } from '../support/cli-kit.js';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const kit = new LockTestKit();
+let cli: InstalledCli;
 let project: string;
 let bin: string;
 
-interface Run {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-  readonly ms: number;
-}
+type Run = CliRun;
 
 /** Runs the installed binary; `input` is written to its stdin. */
 function run(args: readonly string[], env: NodeJS.ProcessEnv = {}, input = ''): Promise<Run> {
-  return new Promise((resolve) => {
-    const started = performance.now();
-    const child = spawn(bin, args, { cwd: project, env: { ...process.env, NODE_OPTIONS: '', REDIS_URL: '', ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    child.stdin.end(input);
-    child.on('exit', (code) => resolve({ code, stdout, stderr, ms: performance.now() - started }));
-  });
+  return cli.run(args, env, input);
 }
 
 /** Runs the binary on a pseudo-terminal (`script`), typing `typed`. */
@@ -46,32 +34,20 @@ function runOnTerminal(args: readonly string[], typed: string): Run {
   return { code: out.status, stdout: out.stdout, stderr: out.stderr, ms: performance.now() - started };
 }
 
-/** One line on stderr, no stack trace. */
+/** One line on stderr (a usage error ends with the pointer to --help), no stack trace. */
 function expectOneLineError(r: Run): void {
-  const lines = r.stderr.trim().split('\n');
-  expect(lines[0]).toMatch(/^nest-redis-locks: /);
+  expect(r.stderr).toMatch(/^nest-redis-locks: [^\n]+\n$/);
+  if (r.code === 2) expect(r.stderr).toMatch(/ \(see --help\)\n$/);
   expect(r.stderr).not.toMatch(/^\s+at /m);
 }
 
 beforeAll(() => {
-  if (!existsSync(join(ROOT, 'dist/esm/cli/main.js'))) throw new Error('dist/ is missing: run `npm run build` first (npm test does)');
-  project = mkdtempSync(join(tmpdir(), 'nest-redis-locks-cli-'));
-  const packed = spawnSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', project], { cwd: ROOT, encoding: 'utf8' });
-  if (packed.status !== 0) throw new Error(`npm pack failed: ${packed.stderr}`);
-  const tarball = join(project, (JSON.parse(packed.stdout) as { filename: string }[])[0].filename);
-  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'cli-user', version: '1.0.0', private: true }));
-  // Offline: the package has no dependencies of its own; its peer ioredis comes from this repository.
-  const installed = spawnSync('npm', ['install', tarball, '--offline', '--ignore-scripts', '--legacy-peer-deps', '--no-audit', '--no-fund', '--no-package-lock'], {
-    cwd: project,
-    encoding: 'utf8',
-  });
-  if (installed.status !== 0) throw new Error(`npm install of the tarball failed: ${installed.stderr}`);
-  mkdirSync(join(project, 'node_modules'), { recursive: true });
-  symlinkSync(join(ROOT, 'node_modules', 'ioredis'), join(project, 'node_modules', 'ioredis'), 'dir');
-  bin = join(project, 'node_modules', '.bin', 'nest-redis-locks');
+  cli = installPackedCli();
+  project = cli.project;
+  bin = cli.bin;
 }, 120_000);
 
-afterAll(() => rmSync(project, { recursive: true, force: true }));
+afterAll(() => cli?.remove());
 afterEach(() => kit.closeAll());
 
 describe('nest-redis-locks (installed from the packed tarball)', () => {
@@ -160,6 +136,84 @@ describe('nest-redis-locks (installed from the packed tarball)', () => {
     await lock.release();
   }, 60_000);
 
+  it('connects to REDIS_URL alone (no --url) with the default prefix lock:, and inspect --json gives the entry or null', async () => {
+    // A redis-server of the test's own: other suites may hold keys under lock: on the shared one.
+    const server = await kit.server();
+    const engine = kit.engine({ redis: server.url, keyPrefix: 'lock:' });
+    const held = await engine.acquire('env:1');
+    const list = await run(['list'], { REDIS_URL: server.url });
+    expect([list.code, list.stderr]).toEqual([0, '']);
+    expect(list.stdout).toMatch(/^lock\s+env:1\s+write\s/m);
+    expect(list.stdout).toContain('1 held under lock:.');
+    const inspect = await run(['inspect', 'env:1', '--json'], { REDIS_URL: server.url });
+    const entry = JSON.parse(inspect.stdout) as { kind: string; key: string; mode: string; fencingToken: number; holders: { pid: number; owner: string; holdCount: number }[] };
+    expect({ kind: entry.kind, key: entry.key, mode: entry.mode, fencingToken: entry.fencingToken }).toEqual({ kind: 'lock', key: 'env:1', mode: 'write', fencingToken: held.fencingToken });
+    expect(entry.holders).toEqual([expect.objectContaining({ pid: process.pid, owner: (await engine.inspect('env:1'))!.holders[0].owner, holdCount: 1 })]);
+    expect(JSON.parse((await run(['inspect', 'env:none', '--json'], { REDIS_URL: server.url })).stdout)).toBeNull();
+    await held.release();
+  }, 60_000);
+
+  it('lists, inspects and force-releases a semaphore (every permit)', async () => {
+    const prefix = uniquePrefix('cli');
+    const engine = kit.engine({ keyPrefix: prefix });
+    const permits = await Promise.all([engine.acquirePermit('pool', { limit: 3 }), engine.acquirePermit('pool', { limit: 3 })]);
+    const base = ['--url', redisUrl(), '--prefix', prefix];
+    const list = await run(['list', ...base]);
+    expect(list.stdout).toMatch(/^semaphore\s+pool\s+permits 2\/3\s/m);
+    const inspect = JSON.parse((await run(['inspect', 'pool', '--json', ...base])).stdout) as { kind: string; mode: string; holders: { owner: string }[] };
+    expect({ kind: inspect.kind, mode: inspect.mode }).toEqual({ kind: 'semaphore', mode: 'permits 2/3' });
+    expect(inspect.holders.map((h) => h.owner).sort()).toEqual((await engine.inspectPermits('pool'))!.holders.map((h) => h.owner).sort());
+    const human = await run(['inspect', 'pool', ...base]);
+    expect(human.stdout).toContain('semaphore pool: permits 2/3');
+    const released = await run(['release', 'pool', '--force', '--yes', '--json', ...base]);
+    expect(JSON.parse(released.stdout)).toEqual({ key: 'pool', released: true });
+    expect(await engine.inspectPermits('pool')).toBeNull();
+    await Promise.all(permits.map((p) => p.release().catch(() => false)));
+  }, 60_000);
+
+  it('watch redraws its table in place on a terminal (not --json)', async () => {
+    const prefix = uniquePrefix('cli');
+    const engine = kit.engine({ keyPrefix: prefix });
+    const lock = await engine.acquire('drawn:1');
+    const quoted = ['timeout', '-s', 'INT', '3', bin, 'watch', '--interval', '300', '--url', redisUrl(), '--prefix', prefix].map((a) => `'${a}'`).join(' ');
+    const out = spawnSync('script', ['-qec', quoted, '/dev/null'], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' }, timeout: 30_000 });
+    const frames = out.stdout.split('\x1b[H\x1b[2J').slice(1);
+    expect(frames.length).toBeGreaterThanOrEqual(3);
+    for (const frame of frames.slice(0, 3)) {
+      expect(frame).toMatch(/^nest-redis-locks watch 127\.0\.0\.1:\d+ .* \(every 300 ms, Ctrl-C to stop\)/);
+      expect(frame).toMatch(/^lock\s+drawn:1\s+write\s/m);
+    }
+    await lock.release();
+  }, 60_000);
+
+  it('connects over TLS (rediss:// with --tls-ca), and refuses a server it cannot verify', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'nest-redis-locks-tls-'));
+    kit.add(async () => rmSync(dir, { recursive: true, force: true }));
+    const ssl = (...args: string[]) => {
+      const r = spawnSync('openssl', args, { cwd: dir, encoding: 'utf8' });
+      if (r.status !== 0) throw new Error(`openssl ${args.join(' ')} failed: ${r.stderr}`);
+    };
+    ssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=test CA', '-keyout', 'ca.key', '-out', 'ca.pem');
+    ssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=127.0.0.1', '-keyout', 'server.key', '-out', 'server.csr');
+    writeFileSync(join(dir, 'san.ext'), 'subjectAltName=IP:127.0.0.1\n');
+    ssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '1', '-extfile', 'san.ext', '-out', 'server.pem');
+    const tlsPort = await freePort();
+    const server = await kit.server(['--tls-port', String(tlsPort), '--tls-cert-file', join(dir, 'server.pem'), '--tls-key-file', join(dir, 'server.key'), '--tls-ca-cert-file', join(dir, 'ca.pem'), '--tls-auth-clients', 'no']);
+    const prefix = uniquePrefix('cli');
+    const engine = kit.engine({ redis: server.url, keyPrefix: prefix });
+    const lock = await engine.acquire('tls:1');
+    const url = `rediss://127.0.0.1:${tlsPort}`;
+    const list = await run(['list', '--url', url, '--tls-ca', join(dir, 'ca.pem'), '--prefix', prefix]);
+    expect([list.code, list.stderr]).toEqual([0, '']);
+    expect(list.stdout).toMatch(/^lock\s+tls:1\s+write\s/m);
+    // Without the CA the server's certificate cannot be verified: exit 1, one line naming the reason.
+    const refused = await run(['list', '--url', url, '--prefix', prefix, '--timeout', '1000']);
+    expect(refused.code).toBe(1);
+    expectOneLineError(refused);
+    expect(refused.stderr).toContain(`cannot reach Redis at 127.0.0.1:${tlsPort}: self-signed certificate in certificate chain`);
+    await lock.release();
+  }, 60_000);
+
   it('lists and releases the locks of every master of a Redis Cluster', async () => {
     const cluster = await RedisCluster.start(kit);
     const client = cluster.client();
@@ -174,6 +228,9 @@ describe('nest-redis-locks (installed from the packed tarball)', () => {
     const list = JSON.parse((await run(['list', '--json', ...base])).stdout) as { entries: { key: string }[]; complete: boolean };
     expect(list.entries.map((e) => e.key)).toEqual([...keys].sort());
     expect(list.complete).toBe(true);
+    // One node's URL without --cluster: the tool sees cluster_enabled:1 and scans every master all the same.
+    const detected = JSON.parse((await run(['list', '--json', '--url', `redis://${node.host}:${node.port}`, '--prefix', prefix])).stdout) as { entries: { key: string }[]; complete: boolean };
+    expect([detected.entries.map((e) => e.key), detected.complete]).toEqual([[...keys].sort(), true]);
     const released = await run(['release', 'shard:7', '--force', '--yes', ...base]);
     expect(released.stdout.trim()).toBe('released "shard:7"');
     expect(await engine.inspect('shard:7')).toBeNull();

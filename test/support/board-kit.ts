@@ -5,7 +5,8 @@ import { existsSync } from 'node:fs';
 import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Controller, Get, Module } from '@nestjs/common';
-import type { CanActivate, DynamicModule, INestApplication } from '@nestjs/common';
+import type { CanActivate, DynamicModule, INestApplication, LoggerService } from '@nestjs/common';
+import type { GlobalPrefixOptions } from '@nestjs/common/interfaces/index.js';
 import { NestFactory } from '@nestjs/core';
 import { chromium } from 'playwright-core';
 import type { Browser } from 'playwright-core';
@@ -39,6 +40,12 @@ export interface BoardAppOptions {
   readonly keyPrefix: string;
   readonly lockOptions?: Partial<RedisLockModuleOptions>;
   readonly board?: LockBoardModuleOptions;
+  /** The board's module as the test declares it (e.g. `LockBoardModule.forRootAsync(...)`), instead of `forRoot(board)`. */
+  readonly boardModule?: DynamicModule;
+  /** Routes left out of the global prefix (default: the test's `ping`). */
+  readonly globalPrefixExclude?: GlobalPrefixOptions['exclude'];
+  /** A logger for the application (default none: `logger: false`). */
+  readonly logger?: LoggerService;
   readonly platform?: 'express' | 'fastify';
   readonly globalPrefix?: string;
   readonly globalGuards?: readonly CanActivate[];
@@ -64,7 +71,7 @@ export async function startBoardApp(options: BoardAppOptions): Promise<BoardApp>
         module: BoardTestModule,
         imports: [
           RedisLockModule.forRoot({ redis: options.redis, keyPrefix: options.keyPrefix, ...options.lockOptions, isGlobal: true }),
-          LockBoardModule.forRoot(options.board ?? {}),
+          options.boardModule ?? LockBoardModule.forRoot(options.board ?? {}),
         ],
         controllers: [PingController],
       };
@@ -73,11 +80,11 @@ export async function startBoardApp(options: BoardAppOptions): Promise<BoardApp>
   let app: INestApplication;
   if (options.platform === 'fastify') {
     const { FastifyAdapter } = await import('@nestjs/platform-fastify');
-    app = await NestFactory.create(BoardTestModule.create(), new FastifyAdapter(), { logger: false });
+    app = await NestFactory.create(BoardTestModule.create(), new FastifyAdapter(), { logger: options.logger ?? false, abortOnError: false });
   } else {
-    app = await NestFactory.create(BoardTestModule.create(), { logger: false });
+    app = await NestFactory.create(BoardTestModule.create(), { logger: options.logger ?? false, abortOnError: false });
   }
-  if (options.globalPrefix) app.setGlobalPrefix(options.globalPrefix, { exclude: ['ping'] });
+  if (options.globalPrefix) app.setGlobalPrefix(options.globalPrefix, { exclude: options.globalPrefixExclude ?? ['ping'] });
   if (options.globalGuards) app.useGlobalGuards(...options.globalGuards);
   await options.configure?.(app);
   app.enableShutdownHooks();

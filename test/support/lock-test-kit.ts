@@ -91,9 +91,9 @@ export class LockTestKit {
     return store;
   }
 
-  /** A private redis-server (so command counts and DBSIZE are not shared with parallel tests), stopped last. */
-  async server(): Promise<RedisServerProcess> {
-    const server = await startRedisServer();
+  /** A private redis-server (so command counts and DBSIZE are not shared with parallel tests), stopped last; `args` are added to its command line. */
+  async server(args: readonly string[] = []): Promise<RedisServerProcess> {
+    const server = await startRedisServer({ args: [...args] });
     this.servers.push(server);
     return server;
   }

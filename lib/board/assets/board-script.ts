@@ -35,13 +35,19 @@ const BOARD_JS_MAIN = String.raw`
     byId('prefix').textContent = snapshot.keyPrefix + (snapshot.filter ? '{' + snapshot.filter + '…' : '');
     byId('instance').textContent = 'Answered by ' + view.instance.host + ' pid ' + view.instance.pid + (view.instance.app ? ' (' + view.instance.app + ')' : '');
     var rows = byId('rows');
+    // The rows are redrawn: a key that has the keyboard focus keeps it (on its new row).
+    var active = doc.activeElement;
+    var focusRow = active && rows.contains(active) ? active.closest('tr') : null;
+    var focusOn = focusRow && { kind: focusRow.getAttribute('data-kind'), key: focusRow.getAttribute('data-key') };
     clear(rows);
     var alarms = 0;
     for (var i = 0; i < snapshot.entries.length; i++) {
       var entry = snapshot.entries[i];
       if (entry.alarms.heldTooLong || entry.alarms.waitedTooLong) alarms++;
       var selected = state.selected && state.selected.kind === entry.kind && state.selected.key === entry.key;
-      rows.append(entryRow(entry, view, selected, openDetail));
+      var row = entryRow(entry, view, selected, openDetail);
+      rows.append(row);
+      if (focusOn && focusOn.kind === entry.kind && focusOn.key === entry.key) row.querySelector('button').focus();
     }
     byId('empty').hidden = snapshot.entries.length > 0 || !!snapshot.error;
     byId('empty').textContent = snapshot.filter ? 'Nothing held under this prefix.' : 'Nothing is held.';

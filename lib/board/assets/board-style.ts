@@ -47,7 +47,7 @@ ul.holders li + li { margin-top: 0.2rem; }
 .detail-head { display: flex; flex-wrap: wrap; align-items: baseline; justify-content: space-between; gap: 0.5rem; }
 .detail-head h2 { word-break: break-all; }
 ol#events { list-style: none; margin: 0; padding: 0; font-size: 0.93em; }
-ol#events li { padding: 0.2rem 0; border-bottom: 1px solid var(--line); }
+ol#events li { padding: 0.2rem 0; border-bottom: 1px solid var(--line); overflow-wrap: anywhere; }
 ol#events .type { font-weight: 600; }
 ol#events .type.lost, ol#events .type.force-released, ol#events .type.timeout, ol#events .type.held-too-long { color: var(--alarm-line); }
 dialog { max-width: min(36rem, 92vw); border: 1px solid var(--line); border-radius: 6px; color: var(--fg); background: var(--bg); }

@@ -1,0 +1,123 @@
+// The sample app's lock board (/locks-board, behind BoardTokenGuard from BOARD_TOKEN) over 3 processes on one Redis,
+// with the real CLI (the packed tarball's binary) against the same Redis and a real browser (Chromium).
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { hostname } from 'node:os';
+import type { Browser } from 'playwright-core';
+import { freePort, startRedisServer } from '../../tools/redis-server.mjs';
+import type { RedisServerProcess } from '../../tools/redis-server.mjs';
+import type { BoardEntry, BoardSnapshot } from '../../lib/board/index.js';
+import { until } from '../support/async.js';
+import { launchChromium } from '../support/board-kit.js';
+import { installPackedCli } from '../support/cli-kit.js';
+import type { InstalledCli } from '../support/cli-kit.js';
+import { buildSampleApp, startSampleInstance, stopSampleInstance, waitUntilAnswering } from '../support/sample-app.js';
+import type { SampleInstance } from '../support/sample-app.js';
+
+const TOKEN = 'b0ard-t0ken';
+const BEARER = { authorization: `Bearer ${TOKEN}` };
+const EXPORTS = 'article-exports';
+
+describe('sample app: the lock board over 3 processes, and the CLI on the same Redis', () => {
+  let server: RedisServerProcess | undefined;
+  const instances: SampleInstance[] = [];
+  let withoutBoard: SampleInstance | undefined;
+  let cli: InstalledCli | undefined;
+  let browser: Browser | undefined;
+
+  beforeAll(async () => {
+    buildSampleApp();
+    cli = installPackedCli();
+    server = await startRedisServer();
+    for (let i = 0; i < 3; i++) instances.push(startSampleInstance(await freePort(), server.url, { BOARD_TOKEN: TOKEN }));
+    withoutBoard = startSampleInstance(await freePort(), server.url);
+    await Promise.all([...instances, withoutBoard].map((instance) => waitUntilAnswering(instance)));
+    browser = await launchChromium();
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await Promise.all([...instances, ...(withoutBoard ? [withoutBoard] : [])].map(stopSampleInstance));
+    await server?.stop();
+    cli?.remove();
+  }, 30_000);
+
+  it('answers 401 with a Basic challenge to a request without the token, on the page and the JSON', async () => {
+    const [one] = instances;
+    for (const path of ['/locks-board', '/locks-board/index.html', '/locks-board/api/view', '/locks-board/api/snapshot']) {
+      for (const headers of [{} as Record<string, string>, { authorization: 'Bearer wrong' }, { authorization: `Basic ${Buffer.from('oncall:wrong').toString('base64')}` }]) {
+        const res = await fetch(`${one.url}${path}`, { headers, redirect: 'manual' });
+        expect([path, headers, res.status]).toEqual([path, headers, 401]);
+        expect(res.headers.get('www-authenticate')).toBe('Basic realm="lock board", charset="UTF-8"');
+        expect(await res.text()).not.toContain(EXPORTS);
+      }
+    }
+    // The token as Bearer, or as the password of HTTP Basic (what a browser sends once asked).
+    expect((await fetch(`${one.url}/locks-board/api/snapshot`, { headers: BEARER })).status).toBe(200);
+    const basic = await fetch(`${one.url}/locks-board/index.html`, { headers: { authorization: `Basic ${Buffer.from(`oncall:${TOKEN}`).toString('base64')}` } });
+    expect(basic.status).toBe(200);
+  }, 30_000);
+
+  it('is not mounted at all without BOARD_TOKEN: 404', async () => {
+    for (const path of ['/locks-board', '/locks-board/index.html', '/locks-board/api/view', '/locks-board/api/snapshot']) {
+      const res = await fetch(`${withoutBoard!.url}${path}`, { headers: BEARER, redirect: 'manual' });
+      expect([path, res.status]).toEqual([path, 404]);
+    }
+    // The app itself runs.
+    expect((await fetch(`${withoutBoard!.url}/locks/article:1`)).status).toBe(200);
+  }, 30_000);
+
+  it("lists on instance 3's board, in instance 2's page and in the CLI the semaphore held by requests on instance 1", async () => {
+    const [one, two, three] = instances;
+    const pidOne = one.child.pid!;
+    // 60 exports of ~200 ms on instance 1, 2 at a time: its requests hold the semaphore for about 6 s.
+    const exports = Promise.all(
+      Array.from({ length: 60 }, async (_, i) => (await fetch(`${one.url}/articles/${i}/export`, { method: 'POST' })).status),
+    );
+    try {
+      let seen: BoardEntry | undefined;
+      await until(
+        async () => {
+          const snapshot = (await (await fetch(`${three.url}/locks-board/api/snapshot`, { headers: BEARER })).json()) as BoardSnapshot;
+          seen = snapshot.entries.find((e) => e.key === EXPORTS);
+          return seen !== undefined && seen.holders.length > 0;
+        },
+        10_000,
+        "the semaphore on instance 3's board",
+      );
+      expect(seen!.kind).toBe('semaphore');
+      for (const holder of seen!.holders) expect({ host: holder.host, pid: holder.pid }).toEqual({ host: hostname(), pid: pidOne });
+
+      const env = { REDIS_URL: server!.url };
+      const page = (async () => {
+        const context = await browser!.newContext({ httpCredentials: { username: 'oncall', password: TOKEN } });
+        try {
+          const tab = await context.newPage();
+          await tab.goto(`${two.url}/locks-board`);
+          const row = tab.locator(`#rows tr[data-key="${EXPORTS}"]`);
+          await row.waitFor({ timeout: 10_000 });
+          return await row.innerText();
+        } finally {
+          await context.close();
+        }
+      })();
+      // The default --prefix (lock:) is the sample's keyPrefix; the URL comes from REDIS_URL.
+      const [list, inspect, row] = await Promise.all([cli!.run(['list', '--json'], env), cli!.run(['inspect', EXPORTS, '--json'], env), page]);
+      expect([list.code, list.stderr]).toEqual([0, '']);
+      const listed = (JSON.parse(list.stdout) as BoardSnapshot).entries.find((e) => e.key === EXPORTS);
+      expect(listed?.kind).toBe('semaphore');
+      expect(listed!.holders.map((h) => h.pid)).toContain(pidOne);
+      expect([inspect.code, inspect.stderr]).toEqual([0, '']);
+      const inspected = JSON.parse(inspect.stdout) as BoardEntry;
+      expect(inspected.kind).toBe('semaphore');
+      expect(inspected.holders.map((h) => `${h.host}:${h.pid}`)).toContain(`${hostname()}:${pidOne}`);
+      expect(row).toContain('semaphore');
+      expect(row).toContain(`pid ${pidOne}`);
+    } finally {
+      expect((await exports).filter((s) => s !== 200)).toEqual([]);
+    }
+    // Once the exports are done, the semaphore is gone from both (the digest job's fire key may come and go).
+    const after = (await (await fetch(`${three.url}/locks-board/api/snapshot?filter=article`, { headers: BEARER })).json()) as BoardSnapshot;
+    const cliAfter = JSON.parse((await cli!.run(['list', 'article', '--json'], { REDIS_URL: server!.url })).stdout) as BoardSnapshot;
+    expect([after.entries.map((e) => e.key), cliAfter.entries.map((e) => e.key)]).toEqual([[], []]);
+  }, 90_000);
+});
