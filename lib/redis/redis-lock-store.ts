@@ -171,7 +171,6 @@ export class RedisLockStore implements LockStore {
     return out;
   }
 
-  /** FORCE_RELEASE. No ARGV. Reply 1 if it was held. */
   /** FORCE_RELEASE. No ARGV. Refused (`LockConfigError`, nothing changed) on a semaphore's key. */
   async forceRelease(lock: LockRef): Promise<boolean> {
     const reply = await this.gateway.run(FORCE_RELEASE, (lock as LockKeys).all, []);
