@@ -42,10 +42,13 @@ export class LockTestKit {
   private readonly listers: { readonly prefix: string; readonly list: (prefix: string) => Promise<string[]> }[] = [];
   private readonly worlds: { readonly world: MemoryLockWorld; readonly prefix: string }[] = [];
   private readonly servers: RedisServerProcess[] = [];
+  /** The Redis each engine of the kit talks to, so that a peer talks to the same one. */
+  private readonly redisOf = new WeakMap<LockEngine, LockEngineOptions['redis']>();
 
   /** An engine with a fresh key prefix (or `options.keyPrefix`) and a quiet logger. */
   engine(options: Partial<LockEngineOptions> = {}): LockEngine {
     const engine = new LockEngine({ redis: redisUrl(), keyPrefix: uniquePrefix(), logger: this.logger, ...options });
+    this.redisOf.set(engine, options.redis ?? redisUrl());
     this.add(() => engine.close());
     this.watchPrefix(typeof options.redis === 'string' ? options.redis : redisUrl(), engine.settings.keyPrefix);
     return engine;
@@ -64,7 +67,7 @@ export class LockTestKit {
 
   /** A second engine on the same Redis and key prefix as `engine`, like another process of the same app. */
   peer(engine: LockEngine, options: Partial<LockEngineOptions> = {}): LockEngine {
-    return this.engine({ keyPrefix: engine.settings.keyPrefix, ...options });
+    return this.engine({ redis: this.redisOf.get(engine) ?? redisUrl(), keyPrefix: engine.settings.keyPrefix, ...options });
   }
 
   /** A plain ioredis client, e.g. to look at what the locks left in Redis. */
