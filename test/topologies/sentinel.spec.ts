@@ -225,7 +225,10 @@ describe('semaphores through Redis Sentinel, across a failover (master SIGKILLed
     const eventually = <T>(call: () => Promise<T>) => retryLockErrors(call, (err) => errors.push(err));
 
     // The new master has both permits and the stored limit: a caller naming 5 still gets nothing, and the waiter
-    // is still waiting.
+    // is still waiting. Its registration has a 1 s liveness lease that its heartbeat could not renew during the
+    // failover, so it may have run out: the heartbeat then finds it gone and the waiter registers again (a fresh-clone
+    // CI run inspected before that and saw no waiter).
+    await until(async () => (await eventually(() => d.inspectPermits('jobs')))?.waiting === 1, 5_000, 'the waiter registered on the new master');
     const onNew = await eventually(() => d.inspectPermits('jobs'));
     expect(onNew).toMatchObject({ limit: LIMIT, used: LIMIT, waiting: 1 });
     expect(onNew?.holders.map((h) => h.fencingToken).sort((x, y) => x - y)).toEqual([permitA.fencingToken, permitB.fencingToken].sort((x, y) => x - y));
