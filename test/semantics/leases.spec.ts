@@ -104,7 +104,12 @@ describe.each(STORE_KINDS)('leases, fencing and administration (%s store)', (kin
     for (let i = 0; i < 6; i++) {
       const h = await (i % 2 ? a : b).acquire('k', { mode: i % 3 === 0 ? 'read' : 'write' });
       tokens.push(h.fencingToken);
-      expect((await a.inspect('k'))?.fencingToken).toBe(h.fencingToken);
+      const shown = (await a.inspect('k'))?.fencingToken;
+      // Quorum: the handle has the largest token among the majority's grants; a master that applied the grant after
+      // the majority had answered gave it a later, greater one, and inspect shows the largest of every master's (seen
+      // in a fresh-clone CI run: 692 µs more).
+      if (kind === 'quorum') expect(shown).toBeGreaterThanOrEqual(h.fencingToken);
+      else expect(shown).toBe(h.fencingToken);
       await h.release();
     }
     // Overlapping readers get tokens of their own, and a writer after them a greater one.
