@@ -1,21 +1,21 @@
 import { LockConfigError } from '../errors/lock-config.error.js';
 import type { RedisConnectionInput } from '../redis/connection.js';
 import type { BoundedLockStore } from '../redis/bounded-lock-store.js';
-import type { ConnectionStateChange, LockStore, LockStoreFactory } from '../redis/lock-store.js';
+import type { LockStore, LockStoreFactory } from '../redis/lock-store.js';
 import { Permits } from './permits.js';
 import type { LockHandle, LockInfo } from '../types/lock.types.js';
 import { Acquirer } from './acquisition.js';
-import { openEngineStore } from './engine-store.js';
+import { logConnectionChange, openEngineStore } from './engine-store.js';
 import { HoldKeeper } from './hold-keeper.js';
 import { Leftovers } from './leftovers.js';
 import { LockAlarm, describeHeldTooLong } from './lock-alarm.js';
+import { OutageRecheck } from './outage-recheck.js';
 import type { LockEventBus, LockLogger } from './lock-events.js';
 import type { LockEngineSettings } from './lock-options.js';
 import { WaitingRoom } from './waiting.js';
 
 /** What the parts call back on their engine. */
 export interface EngineHooks {
-  readonly connectionChanged: (change: ConnectionStateChange) => void;
   /** Whether the engine is shutting down (new holds refused). */
   readonly closing: () => boolean;
   readonly closed: () => boolean;
@@ -34,6 +34,8 @@ export interface EngineParts {
   readonly leftovers: Leftovers;
   readonly alarm: LockAlarm;
   readonly permits: Permits;
+  /** When waiters re-check their locks after an outage of the wake-up connection. */
+  readonly recheck: OutageRecheck;
 }
 
 /** Builds an engine's store and the parts around it: hold keeper (watchdog), waiting room, acquirer, alarm, semaphores. */
@@ -46,7 +48,9 @@ export function assembleEngine(
   factory: LockStoreFactory | undefined,
   hooks: EngineHooks,
 ): EngineParts {
-  const opened = openEngineStore(redis, settings, logger, hooks.connectionChanged, factory);
+  // Each connection change is logged; the waiters re-check their locks once the wake-up connection is back.
+  const recheck = new OutageRecheck(() => room.wakeAll(), Array.isArray(redis) ? redis.length : 1);
+  const opened = openEngineStore(redis, settings, logger, (change) => (logConnectionChange(logger, change), recheck.changed(change)), factory);
   const store = opened.store;
   const leftovers = new Leftovers(store, logger);
   const keeper = new HoldKeeper(store, events, logger, leftovers, settings.commandTimeoutMs);
@@ -75,5 +79,5 @@ export function assembleEngine(
     closed: hooks.closed,
     loseAll: (key, sentBefore, which) => keeper.loseAll(key, sentBefore, which),
   });
-  return { store, backend: opened.backend, keeper, room, acquirer, leftovers, alarm, permits };
+  return { store, backend: opened.backend, keeper, room, acquirer, leftovers, alarm, permits, recheck };
 }

@@ -70,19 +70,15 @@ export function openEngineStore(
   return { store: new BoundedLockStore(router, settings.commandTimeoutMs), backend: inner, permits, noSemaphores, identity };
 }
 
-/**
- * One line when a connection drops, one when it is back (further errors in between are not logged). Returns
- * whether the wake-up connection came back: waiters must then retry at once (a wake-up may have been lost).
- */
-export function logConnectionChange(logger: LockLogger, change: ConnectionStateChange): boolean {
+/** One line when a connection drops, one when it is back (further errors in between are not logged). */
+export function logConnectionChange(logger: LockLogger, change: ConnectionStateChange): void {
   if (change.state === 'lost') {
     logger.warn(`Redis ${change.connection} connection lost: ${errorText(change.error)}; reconnecting (further errors are not logged until it is back)`);
-    return false;
+    return;
   }
   const message = `Redis ${change.connection} connection restored after ${Math.round(change.downMs ?? 0)} ms`;
   if (logger.log) logger.log(message);
   else logger.warn(message);
-  return change.connection === 'subscriber';
 }
 
 /** `waitForReplicas` with its defaults, as the store takes it. */

@@ -3,7 +3,7 @@ import { LockClosedError } from '../errors/lock-closed.error.js';
 import { LockKeyError } from '../errors/lock-key.error.js';
 import { validateLockKey } from '../redis/key-layout.js';
 import type { RedisClient } from '../redis/connection.js';
-import type { ConnectionStateChange, LockStoreFactory } from '../redis/lock-store.js';
+import type { LockStoreFactory } from '../redis/lock-store.js';
 import type { AcquireOptions, LockHandle, LockInfo, LockPing } from '../types/lock.types.js';
 import type { PermitHandle, PermitInfo, PermitOptions } from '../types/permit.types.js';
 import { consoleLogger } from './engine-options.js';
@@ -11,7 +11,7 @@ import type { LockEngineOptions, ModeFixedOptions, SkipOptions, WaitOptions } fr
 import { EngineCalls, validateKeys } from './call-bound.js';
 import { assembleEngine } from './engine-parts.js';
 import type { EngineParts } from './engine-parts.js';
-import { logConnectionChange, scanConnectionsOf } from './engine-store.js';
+import { scanConnectionsOf } from './engine-store.js';
 import { LockEventBus, errorText } from './lock-events.js';
 import type { LockEventListener, LockEventName, LockLogger } from './lock-events.js';
 import type { LockHandleImpl } from './lock-handle.js';
@@ -55,7 +55,6 @@ export class LockEngine {
     this.logger = options.logger ?? consoleLogger;
     this.events = new LockEventBus(this.logger);
     this.parts = assembleEngine(options.redis, this.settings, this.logger, this.events, this.instanceId, store, {
-      connectionChanged: (change) => this.connectionChanged(change),
       closing: () => this.closing,
       closed: () => this.closed,
       inspect: (key) => this.inspect(key),
@@ -270,6 +269,7 @@ export class LockEngine {
     if (this.closing) return;
     this.closing = true;
     this.parts.alarm.stop();
+    this.parts.recheck.stop();
     this.parts.room.wakeAll();
   }
 
@@ -291,10 +291,5 @@ export class LockEngine {
 
   private throwIfClosed(key: string): void {
     if (this.closed) throw new LockClosedError(key);
-  }
-
-  /** Logs a connection change; waiters retry at once when the wake-up connection is back (a wake-up may be lost). */
-  private connectionChanged(change: ConnectionStateChange): void {
-    if (logConnectionChange(this.logger, change)) this.parts.room.wakeAll();
   }
 }
