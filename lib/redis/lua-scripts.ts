@@ -579,9 +579,11 @@ return removed
 );
 
 /**
- * Waiters' heartbeat: renews the registrations of many waiters of one process (one call per tick), and wakes whoever
- * can get in now, so that a waiter woken by name that died or froze is passed over once its claim window passed.
- * KEYS: the 6 keys of each waiter's lock, in order. ARGV: waiter id, mode ('w'|'r') and '1' (fair) or '0' of each.
+ * Waiters' heartbeat: renews the registrations of many waiters of one process (one call per tick and chunk of up to
+ * 200 waiters), and wakes whoever can get in now, so that a waiter woken by name that died or froze is passed over
+ * once its claim window passed. KEYS: the 6 keys of each waiter's lock, in order (one slot per call;
+ * KEEP_WAITING_CROSS_SLOT for several slots of one Cluster node). ARGV: waiter id, mode ('w'|'r') and '1' (fair) or
+ * '0' of each.
  * Only an existing, live registration is renewed (never created: a waiter that gave up stays withdrawn).
  * Returns one entry per waiter: 0 not registered (any more): attempt again now (that registers it afresh; a fair
  * waiter joins the back of the queue); 1 renewed; 2 it may get in now (woken now, or within its claim window, then
@@ -691,19 +693,49 @@ export const RENEW_MANY_CROSS_SLOT = crossSlot(RENEW_MANY);
 /**
  * The variant of a renewal script (RENEW_MANY, the semaphore's PERMIT_RENEW_MANY: state and leases in KEYS, token and
  * leaseMs in ARGV, in pairs) for many holds of several slots that one Cluster master serves, in one call (Redis 7.0+).
- * Redis routes and checks a command by its declared keys, which must share one slot even for a script flagged
- * `allow-cross-slot-keys`; the flag lets the script touch keys it did not declare, of any slot the node serves. So:
- * KEYS[1] is the first hold's state (it routes the call); ARGV: state, leases, token and leaseMs of each hold, in
- * fours. A key of a slot the node does not serve (it moved) fails the call, possibly after some holds were renewed
- * (renewing again is harmless). The shebang is line 1 of the source, as Redis numbers it in `@user_script:<line>`.
+ * ARGV: state, leases, token and leaseMs of each hold, in fours. See `crossSlotVariant`.
  */
 export function crossSlot(base: LuaScript): LuaScript {
-  const perKeys = `for i = 1, #ARGV / 2 do
+  return crossSlotVariant(
+    base,
+    `for i = 1, #ARGV / 2 do
   local state, leases = KEYS[2 * i - 1], KEYS[2 * i]
-  local token, lease = ARGV[2 * i - 1], tonumber(ARGV[2 * i])`;
-  const perArgs = `for i = 1, #ARGV / 4 do
+  local token, lease = ARGV[2 * i - 1], tonumber(ARGV[2 * i])`,
+    `for i = 1, #ARGV / 4 do
   local state, leases = ARGV[4 * i - 3], ARGV[4 * i - 2]
-  local token, lease = ARGV[4 * i - 1], tonumber(ARGV[4 * i])`;
+  local token, lease = ARGV[4 * i - 1], tonumber(ARGV[4 * i])`,
+  );
+}
+
+/**
+ * KEEP_WAITING for a Redis Cluster node: the waiters of one process on locks of several slots that one master serves,
+ * in one call (Redis 7.0+). ARGV: the 6 key names of each waiter's lock, then its id, mode and fair flag, in nines.
+ * Its wake-ups go out on the channels of those slots (SPUBLISH in the Cluster form: a shard channel of any slot the
+ * node serves, as a key). See `crossSlotVariant`.
+ */
+export const KEEP_WAITING_CROSS_SLOT = crossSlotVariant(
+  KEEP_WAITING,
+  `for i = 1, #ARGV / 3 do
+  local k = 6 * (i - 1)
+  local K = lockKeys({ KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6] })
+  local id, mode, fair = ARGV[3 * i - 2], ARGV[3 * i - 1], ARGV[3 * i] == '1'`,
+  `for i = 1, #ARGV / 9 do
+  local k = 9 * (i - 1)
+  local K = lockKeys({ ARGV[k + 1], ARGV[k + 2], ARGV[k + 3], ARGV[k + 4], ARGV[k + 5], ARGV[k + 6] })
+  local id, mode, fair = ARGV[k + 7], ARGV[k + 8], ARGV[k + 9] == '1'`,
+);
+
+/**
+ * The variant of a script over many locks (`perKeys`: its loop over them, reading their names from KEYS) for many
+ * locks of several slots that one Cluster master serves, in one call (Redis 7.0+), its loop replaced by `perArgs`,
+ * which reads every name from ARGV. Redis routes and checks a command by its declared keys, which must share one
+ * slot even for a script flagged `allow-cross-slot-keys`; the flag lets the script touch keys it did not declare, of
+ * any slot the node serves. So KEYS[1] is the first item's state (it routes the call), and the key names go in ARGV
+ * along with each item's arguments. A key of a slot the node does not serve (it moved) fails the call, possibly after
+ * some items were done (the scripts so made are safe to run again for them: see `NodeBatches.send`). The shebang is
+ * line 1 of the source, as Redis numbers it in `@user_script:<line>`; `perArgs` has as many lines as `perKeys`.
+ */
+export function crossSlotVariant(base: LuaScript, perKeys: string, perArgs: string): LuaScript {
   if (!base.source.includes(perKeys)) throw new Error(`${base.name} changed: update its cross-slot variant`);
   return script(`${base.name}-cross-slot`, `#!lua flags=allow-cross-slot-keys${base.source.replace(perKeys, perArgs)}`);
 }
@@ -759,7 +791,7 @@ export const ACQUIRE_BATCH = batched(ACQUIRE);
 export const RELEASE_BATCH = batched(RELEASE);
 
 /** Every script the library may send, standalone and Cluster variants alike (for the SHA → source lookup). */
-export const ALL_SCRIPTS: readonly LuaScript[] = [ACQUIRE, ACQUIRE_BATCH, CANCEL_WAIT, EXTEND, FORCE_RELEASE, INSPECT, KEEP_WAITING, RELEASE, RELEASE_BATCH, RENEW_MANY, RENEW_MANY_CROSS_SLOT].flatMap((s) => {
+export const ALL_SCRIPTS: readonly LuaScript[] = [ACQUIRE, ACQUIRE_BATCH, CANCEL_WAIT, EXTEND, FORCE_RELEASE, INSPECT, KEEP_WAITING, KEEP_WAITING_CROSS_SLOT, RELEASE, RELEASE_BATCH, RENEW_MANY, RENEW_MANY_CROSS_SLOT].flatMap((s) => {
   const variant = sharded(s);
   return variant === s ? [s] : [s, variant];
 });

@@ -1,5 +1,7 @@
-import { luaScript } from './lua-scripts.js';
+import { crossSlotVariant, luaScript } from './lua-scripts.js';
 import { PERMIT_PRELUDE as PRELUDE } from './permit-prelude.js';
+import { waiterKeys } from './waiter-heartbeat.js';
+import type { HeartbeatScripts } from './waiter-heartbeat.js';
 
 // The semaphore scripts off the acquire/release path: a waiter's withdrawal and the waiters' heartbeat, and the
 // administrative force release and limit change. Key layout and helpers: `permit-prelude.ts`.
@@ -21,8 +23,9 @@ return removed
 );
 
 /**
- * Waiters' heartbeat (see KEEP_WAITING of `lua-scripts.ts`). KEYS: the 6 keys of each waiter's semaphore. ARGV: waiter
- * id and '1' (fair) or '0' of each. Returns per waiter 0 (not registered any more: attempt now), 1 (renewed) or 2
+ * Waiters' heartbeat (see KEEP_WAITING of `lua-scripts.ts`). KEYS: the 6 keys of each waiter's semaphore (one slot per
+ * call; PERMIT_KEEP_WAITING_CROSS_SLOT for several slots of one Cluster node). ARGV: waiter id and '1' (fair) or '0'
+ * of each. Returns per waiter 0 (not registered any more: attempt now), 1 (renewed) or 2
  * (woken, or within its claim window: attempt now).
  */
 export const PERMIT_KEEP_WAITING = luaScript(
@@ -62,6 +65,33 @@ end
 return out
 `,
 );
+
+/**
+ * PERMIT_KEEP_WAITING for a Redis Cluster node: the waiters of one process on semaphores of several slots that one
+ * master serves, in one call. ARGV: the 6 key names of each waiter's semaphore, then its id and fair flag, in eights.
+ * See `crossSlotVariant` and KEEP_WAITING_CROSS_SLOT in lua-scripts.ts.
+ */
+export const PERMIT_KEEP_WAITING_CROSS_SLOT = crossSlotVariant(
+  PERMIT_KEEP_WAITING,
+  `for i = 1, #ARGV / 2 do
+  local k = 6 * (i - 1)
+  local K = permitKeys({ KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6] })
+  local fair = ARGV[2 * i] == '1'
+  local member = fair and ('w:' .. ARGV[2 * i - 1]) or ARGV[2 * i - 1]`,
+  `for i = 1, #ARGV / 8 do
+  local k = 8 * (i - 1)
+  local K = permitKeys({ ARGV[k + 1], ARGV[k + 2], ARGV[k + 3], ARGV[k + 4], ARGV[k + 5], ARGV[k + 6] })
+  local fair = ARGV[k + 8] == '1'
+  local member = fair and ('w:' .. ARGV[k + 7]) or ARGV[k + 7]`,
+);
+
+/** The semaphores' heartbeat (`WaiterHeartbeat`): ARGV waiter id and fair flag of each waiter. */
+export const PERMIT_HEARTBEAT: HeartbeatScripts = {
+  perSlot: PERMIT_KEEP_WAITING,
+  crossSlot: PERMIT_KEEP_WAITING_CROSS_SLOT,
+  keys: waiterKeys,
+  args: (wait) => [wait.waiterId, wait.fair ? '1' : '0'],
+};
 
 /**
  * Administrative release: frees one holder's permit (ARGV[1] its token), the permits of one owner (ARGV[1] '', ARGV[2]

@@ -1,7 +1,15 @@
 import type { LuaScript } from './lua-scripts.js';
 import { batched, crossSlot, luaScript, sharded } from './lua-scripts.js';
+import { renewScripts } from './lease-renewals.js';
 import type { RenewScripts } from './lease-renewals.js';
-import { PERMIT_CANCEL_WAIT, PERMIT_FORCE_RELEASE, PERMIT_INSPECT, PERMIT_KEEP_WAITING, PERMIT_SET_LIMIT } from './permit-control-scripts.js';
+import {
+  PERMIT_CANCEL_WAIT,
+  PERMIT_FORCE_RELEASE,
+  PERMIT_INSPECT,
+  PERMIT_KEEP_WAITING,
+  PERMIT_KEEP_WAITING_CROSS_SLOT,
+  PERMIT_SET_LIMIT,
+} from './permit-control-scripts.js';
 import { PERMIT_PRELUDE as PRELUDE } from './permit-prelude.js';
 
 // The semaphore scripts of holding a permit: acquire, release, renew, extend (key layout and helpers:
@@ -173,7 +181,7 @@ return out
 export const PERMIT_RENEW_MANY_CROSS_SLOT = crossSlot(PERMIT_RENEW_MANY);
 
 /** The watchdog's renewals of permits (`LeaseRenewals`): per slot, and per Cluster node where the server allows it. */
-export const PERMIT_RENEWALS: RenewScripts = { perSlot: PERMIT_RENEW_MANY, crossSlot: PERMIT_RENEW_MANY_CROSS_SLOT };
+export const PERMIT_RENEWALS: RenewScripts = renewScripts(PERMIT_RENEW_MANY, PERMIT_RENEW_MANY_CROSS_SLOT);
 
 /**
  * Set a permit's lease to run `ms` from now (may shorten it). ARGV: 1 token, 2 ms. Returns 1, or 0 when the token holds
@@ -213,6 +221,7 @@ export const PERMIT_SCRIPTS: readonly LuaScript[] = [
   PERMIT_EXTEND,
   PERMIT_CANCEL_WAIT,
   PERMIT_KEEP_WAITING,
+  PERMIT_KEEP_WAITING_CROSS_SLOT,
   PERMIT_FORCE_RELEASE,
   PERMIT_SET_LIMIT,
   PERMIT_INSPECT,

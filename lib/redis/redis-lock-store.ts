@@ -6,7 +6,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { lockKeys } from './key-layout.js';
 import { kindConflict } from './kind-conflict.js';
 import type { LockKeys } from './key-layout.js';
-import { LeaseRenewals, RENEW_CHUNK, chunks, groupBy } from './lease-renewals.js';
+import { LeaseRenewals } from './lease-renewals.js';
 import { acquireArgs, acquireReply, decodeWakeUp, holderIdentity, inspectReply, modeCode, releaseReply } from './lock-script-codec.js';
 import { LockSubscriber, plainChannels } from './lock-subscriber.js';
 import type {
@@ -23,12 +23,14 @@ import type {
   WakeUp,
   WakeUpSubscription,
 } from './lock-store.js';
-import { ACQUIRE, ACQUIRE_BATCH, ALL_SCRIPTS, CANCEL_WAIT, EXTEND, FORCE_RELEASE, INSPECT, KEEP_WAITING, RELEASE, RELEASE_BATCH } from './lua-scripts.js';
+import { ACQUIRE, ACQUIRE_BATCH, ALL_SCRIPTS, CANCEL_WAIT, EXTEND, FORCE_RELEASE, INSPECT, RELEASE, RELEASE_BATCH } from './lua-scripts.js';
+import { NodeBatches } from './node-batches.js';
 import { PERMIT_SCRIPT_VARIANTS } from './permit-scripts.js';
 import { unavailable } from './redis-failures.js';
 import type { ScriptBatcher } from './script-batcher.js';
 import { ScriptGateway } from './script-gateway.js';
-import { ShardedChannels, slotOf } from './sharded-channels.js';
+import { ShardedChannels } from './sharded-channels.js';
+import { WaiterHeartbeat } from './waiter-heartbeat.js';
 import type { LockError } from '../errors/lock.error.js';
 import type { LockOperation } from '../errors/lock-unavailable.error.js';
 
@@ -39,7 +41,8 @@ const NAMES_CACHE_SIZE = 10_000;
  * The lock store on Redis (standalone, Sentinel or Cluster): every state change is one Lua script over the lock's
  * keys, which share one hash tag. It owns the connections and the wake-up subscriptions; the scripts go out through
  * its `ScriptGateway` (SHA, batching, Cluster variants, replica acknowledgement), their KEYS/ARGV and replies are
- * encoded in `lock-script-codec.ts`, and the watchdog's renewals are routed by `LeaseRenewals`.
+ * encoded in `lock-script-codec.ts`, and the watchdog's renewals and the waiters' heartbeat, which take many locks at
+ * once, are routed per chunk (per Cluster node) by `LeaseRenewals` and `WaiterHeartbeat`.
  */
 export class RedisLockStore implements LockStore {
   private readonly connections: LockConnections;
@@ -52,6 +55,8 @@ export class RedisLockStore implements LockStore {
   readonly gateway: ScriptGateway;
   /** @internal The watchdog's renewals on these connections (the semaphore's permits are renewed through it too). */
   readonly renewals: LeaseRenewals;
+  /** @internal The waiters' heartbeat on these connections (the semaphore's waiters' too). */
+  readonly heartbeat: WaiterHeartbeat;
   /**
    * On a standalone Redis (or Sentinel, or each master of a quorum), the acquisitions and releases that callers of
    * this process ask for in the same tick go out as one script call (`ACQUIRE_BATCH`, `RELEASE_BATCH`): one command
@@ -83,7 +88,10 @@ export class RedisLockStore implements LockStore {
       scripts: [...ALL_SCRIPTS, ...PERMIT_SCRIPT_VARIANTS],
       onConnectionError: options.onConnectionError,
     });
-    this.renewals = new LeaseRenewals(this.gateway);
+    // One routing for both: a Cluster node that refuses cross-slot scripts is remembered for renewals and heartbeat.
+    const batches = new NodeBatches(this.client);
+    this.renewals = new LeaseRenewals(this.gateway, batches);
+    this.heartbeat = new WaiterHeartbeat(this.gateway, batches);
     this.acquires = this.gateway.batcher(ACQUIRE, ACQUIRE_BATCH);
     this.releases = this.gateway.batcher(RELEASE, RELEASE_BATCH);
   }
@@ -149,26 +157,11 @@ export class RedisLockStore implements LockStore {
 
   /**
    * KEEP_WAITING. KEYS: the 6 keys of each waiter's lock; ARGV: waiter id, mode, fair flag of each. One call per
-   * chunk of up to 200 waiters; on a Cluster one per slot (a process waits on few locks at a time).
+   * chunk of up to 200 waiters; on a Cluster, one KEEP_WAITING_CROSS_SLOT call per chunk of the waiters one master
+   * serves, whatever their slots (`WaiterHeartbeat`, routed as the renewals).
    */
-  async keepWaiting(waits: readonly WaitingCall[]): Promise<WaitingReply[]> {
-    const all = waits.map((_, i) => i);
-    const groups = this.client.isCluster ? [...groupBy(all, (i) => slotOf((waits[i].lock as LockKeys).state)).values()] : chunks(all, RENEW_CHUNK);
-    const out = new Array<WaitingReply>(waits.length).fill('waiting');
-    await Promise.all(
-      groups.map(async (batch) => {
-        const keys: string[] = [];
-        const args: string[] = [];
-        for (const i of batch) {
-          const { lock, mode, waiterId, fair } = waits[i];
-          keys.push(...(lock as LockKeys).all);
-          args.push(waiterId, modeCode(mode), fair ? '1' : '0');
-        }
-        const replies = (await this.gateway.run(KEEP_WAITING, keys, args)) as number[];
-        batch.forEach((i, j) => (out[i] = replies[j] === 1 ? 'waiting' : 'attempt'));
-      }),
-    );
-    return out;
+  keepWaiting(waits: readonly WaitingCall[]): Promise<WaitingReply[]> {
+    return this.heartbeat.keepWaiting(waits);
   }
 
   /** FORCE_RELEASE. No ARGV. Refused (`LockConfigError`, nothing changed) on a semaphore's key. */

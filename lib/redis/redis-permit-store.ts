@@ -4,7 +4,6 @@ import type { LockInfo, LockMode } from '../types/lock.types.js';
 import type { PermitInfo } from '../types/permit.types.js';
 import type { LockKeys } from './key-layout.js';
 import { kindConflict } from './kind-conflict.js';
-import { RENEW_CHUNK, chunks, groupBy } from './lease-renewals.js';
 import { holderIdentity } from './lock-script-codec.js';
 import type {
   AcquireCall,
@@ -20,12 +19,11 @@ import type {
   WakeUpSubscription,
 } from './lock-store.js';
 import { permitArgs, permitInspectReply, permitReply } from './permit-codec.js';
-import { PERMIT_CANCEL_WAIT, PERMIT_FORCE_RELEASE, PERMIT_INSPECT, PERMIT_KEEP_WAITING, PERMIT_SET_LIMIT } from './permit-control-scripts.js';
+import { PERMIT_CANCEL_WAIT, PERMIT_FORCE_RELEASE, PERMIT_HEARTBEAT, PERMIT_INSPECT, PERMIT_SET_LIMIT } from './permit-control-scripts.js';
 import { PERMIT_ACQUIRE, PERMIT_ACQUIRE_BATCH, PERMIT_EXTEND, PERMIT_RELEASE, PERMIT_RELEASE_BATCH, PERMIT_RENEWALS } from './permit-scripts.js';
 import type { PermitHolder, PermitRef, PermitStore } from './permit-store.js';
 import type { RedisLockStore } from './redis-lock-store.js';
 import type { ScriptBatcher } from './script-batcher.js';
-import { slotOf } from './sharded-channels.js';
 
 /** Semaphore names kept ready-made (per key and limit); the cache starts over when full. */
 const REFS_CACHE_SIZE = 10_000;
@@ -112,25 +110,12 @@ export class RedisPermitStore implements PermitStore {
     await this.locks.gateway.run(PERMIT_CANCEL_WAIT, (lock as PermitKeys).all, [waiterId]);
   }
 
-  /** PERMIT_KEEP_WAITING, per chunk of waiters (per slot on a Cluster), as the locks' heartbeat. */
-  async keepWaiting(waits: readonly WaitingCall[]): Promise<WaitingReply[]> {
-    const all = waits.map((_, i) => i);
-    const cluster = this.locks.commandConnection.isCluster;
-    const groups = cluster ? [...groupBy(all, (i) => slotOf((waits[i].lock as PermitKeys).state)).values()] : chunks(all, RENEW_CHUNK);
-    const out = new Array<WaitingReply>(waits.length).fill('waiting');
-    await Promise.all(
-      groups.map(async (batch) => {
-        const keys: string[] = [];
-        const args: string[] = [];
-        for (const i of batch) {
-          keys.push(...(waits[i].lock as PermitKeys).all);
-          args.push(waits[i].waiterId, waits[i].fair ? '1' : '0');
-        }
-        const replies = (await this.locks.gateway.run(PERMIT_KEEP_WAITING, keys, args)) as number[];
-        batch.forEach((i, j) => (out[i] = replies[j] === 1 ? 'waiting' : 'attempt'));
-      }),
-    );
-    return out;
+  /**
+   * PERMIT_KEEP_WAITING per chunk of up to 200 waiters, routed as the locks' heartbeat (`WaiterHeartbeat`): on a
+   * Cluster, one PERMIT_KEEP_WAITING_CROSS_SLOT call per chunk of the waiters one master serves.
+   */
+  keepWaiting(waits: readonly WaitingCall[]): Promise<WaitingReply[]> {
+    return this.locks.heartbeat.keepWaiting(waits, PERMIT_HEARTBEAT);
   }
 
   async forceRelease(lock: LockRef): Promise<boolean> {

@@ -9,6 +9,7 @@ import { LockService } from '../../lib/nest/lock.service.js';
 import { RedisLockModule } from '../../lib/nest/redis-lock.module.js';
 import type { RedisLockModuleOptions } from '../../lib/nest/redis-lock-module-options.interface.js';
 import { lockKeys } from '../../lib/redis/key-layout.js';
+import type { RedisConnectionInput } from '../../lib/redis/connection.js';
 import { RedisLockStore } from '../../lib/redis/redis-lock-store.js';
 import { createMemoryLockEngine } from '../../lib/testing/memory-lock-engine.js';
 import type { MemoryLockWorld } from '../../lib/testing/memory-lock-world.js';
@@ -79,9 +80,9 @@ export class LockTestKit {
 
   /**
    * The script gateway on `engine`'s key prefix, for tests that send one store command at a time (e.g. a command
-   * re-sent after a reconnect).
+   * re-sent after a reconnect). `url` may be a client (e.g. a Cluster client of the test's own).
    */
-  store(engine: LockEngine, url = redisUrl()): RedisLockStore {
+  store(engine: LockEngine, url: RedisConnectionInput = redisUrl()): RedisLockStore {
     const store = new RedisLockStore(url, {
       keyPrefix: engine.settings.keyPrefix,
       identity: { host: 'test-host', pid: 1, app: 'test' },
