@@ -732,7 +732,7 @@ export const KEEP_WAITING_CROSS_SLOT = crossSlotVariant(
  * slot even for a script flagged `allow-cross-slot-keys`; the flag lets the script touch keys it did not declare, of
  * any slot the node serves. So KEYS[1] is the first item's state (it routes the call), and the key names go in ARGV
  * along with each item's arguments. A key of a slot the node does not serve (it moved) fails the call, possibly after
- * some items were done (the scripts so made are safe to run again for them: see `NodeBatches.send`). The shebang is
+ * some items were done (the scripts so made are safe to run again for them: see `NodeBatches.route`). The shebang is
  * line 1 of the source, as Redis numbers it in `@user_script:<line>`; `perArgs` has as many lines as `perKeys`.
  */
 export function crossSlotVariant(base: LuaScript, perKeys: string, perArgs: string): LuaScript {

@@ -4,7 +4,7 @@ import type { LuaScript } from './lua-scripts.js';
 import type { ScriptRunner } from './script-batcher.js';
 import { slotOf } from './sharded-channels.js';
 
-/** Items per script call: 6 keys and 3 arguments at most each, so one call stays well under Redis's argument limits. */
+/** Items per script call: 6 key names and 3 arguments at most each, so one call stays well under Redis's argument limits. */
 export const BATCH_CHUNK = 200;
 
 /**
@@ -133,7 +133,9 @@ export function refusesCrossSlot(err: unknown): boolean {
 
 /**
  * Whether a cross-slot batch failed because a slot of it is not (or no longer) served by the node it reached: a
- * redirection, a key the script found not local, or ioredis giving up after redirections whose last was one. Not
+ * redirection, a key the script found not local, keys of a slot being migrated (newer Redis versions word it 'undeclared keys
+ * were accessed during rehashing of the slot'; per slot, only that slot's call meets TRYAGAIN), or ioredis giving up
+ * after redirections whose last was one. Not
  * when ioredis gave up on a connection that stayed closed (`Too many Cluster redirections. Last error: Error:
  * Connection is closed.`): the node is down, and one call per slot would only fail the same way, each after its own
  * round of retries.
@@ -141,7 +143,7 @@ export function refusesCrossSlot(err: unknown): boolean {
 export function misrouted(err: unknown): boolean {
   const message = messageOf(err);
   if (/^Too many Cluster redirections/i.test(message)) return /Last error: (?:\w*Error: )?(?:MOVED|ASK|TRYAGAIN) /.test(message);
-  return /^(MOVED|ASK|TRYAGAIN) |non local key|hash to the same slot/i.test(message);
+  return /^(MOVED|ASK|TRYAGAIN) |non local key|hash to the same slot|during rehashing of the slot/i.test(message);
 }
 
 function messageOf(err: unknown): string {
