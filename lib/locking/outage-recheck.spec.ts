@@ -55,12 +55,15 @@ describe('OutageRecheck', () => {
     expect(rechecks()).toBe(2);
   });
 
-  it('stop drops a pending re-check (shutdown)', () => {
+  it('stop drops a pending re-check and every later one (shutdown)', () => {
     const { recheck, rechecks } = setUp(1);
     recheck.changed(lost('command'));
     recheck.changed(back('subscriber'));
     recheck.stop();
     recheck.changed(back('command'));
+    expect(rechecks()).toBe(0);
+    recheck.changed(lost('subscriber'));
+    recheck.changed(back('subscriber'));
     expect(rechecks()).toBe(0);
   });
 });

@@ -13,6 +13,7 @@ export class OutageRecheck {
   /** Command connections reported down and not back yet (one per master in quorum mode). */
   private commandsDown = 0;
   private pending = false;
+  private stopped = false;
 
   constructor(
     /** Makes every waiter retry now. */
@@ -22,6 +23,7 @@ export class OutageRecheck {
   ) {}
 
   changed(change: ConnectionStateChange): void {
+    if (this.stopped) return;
     if (change.connection === 'command') {
       this.commandsDown = Math.max(0, this.commandsDown + (change.state === 'lost' ? 1 : -1));
     } else if (change.state === 'restored') {
@@ -33,8 +35,9 @@ export class OutageRecheck {
     }
   }
 
-  /** Drops a re-check still to come (shutdown: every waiter is woken to give up anyway). */
+  /** Drops a re-check still to come, and every later one (shutdown: every waiter is woken to give up anyway). */
   stop(): void {
+    this.stopped = true;
     this.pending = false;
   }
 
