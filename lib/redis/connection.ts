@@ -110,12 +110,15 @@ async function quietly(c: RedisClient, timeoutMs: number): Promise<void> {
 /**
  * @internal Reports a connection's trouble once per outage: the first error after it was up (`lost`), then nothing until it
  * is ready again (`restored`, with how long it was down). ioredis emits an error per reconnect attempt; this turns
- * them into one line when the connection drops and one when it is back.
+ * them into one line when the connection drops and one when it is back. `errors: false` watches closes only, for a
+ * client the application passed in: its errors stay its own listeners' business (an `error` listener would also
+ * silence ioredis' "Unhandled error event" lines for the application).
  */
 export function watchConnection(
   c: RedisClient,
   connection: ConnectionStateChange['connection'],
   report: (change: ConnectionStateChange) => void,
+  { errors = true }: { readonly errors?: boolean } = {},
 ): void {
   let downSince: number | undefined;
   const down = (error: unknown) => {
@@ -123,7 +126,7 @@ export function watchConnection(
     downSince = performance.now();
     report({ connection, state: 'lost', error });
   };
-  c.on('error', down);
+  if (errors) c.on('error', down);
   c.on('close', () => {
     // A close while up (server gone, network reset) is an outage even without an error; closing on purpose is not.
     if (c.status !== 'end' && !closingOnPurpose(c)) down(new Error('connection closed'));

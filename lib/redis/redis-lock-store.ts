@@ -75,8 +75,11 @@ export class RedisLockStore implements LockStore {
     this.client = this.connections.client;
     const plain = this.connections.subscriber;
     if (plain) watchConnection(plain, 'subscriber', options.onConnectionState);
-    // A client the application passed in reports its errors to the application's own listeners.
+    // A client the application passed in reports its errors to the application's own listeners; its closes and
+    // returns are watched all the same (waiters re-check after an outage once it is back: `OutageRecheck`). A Cluster
+    // client of the application's is not watched: its sharded subscriptions report their own state.
     if (this.connections.owned) watchConnection(this.client, 'command', options.onConnectionState);
+    else if (plain) watchConnection(this.client, 'command', options.onConnectionState, { errors: false });
     this.shardedChannels = plain
       ? null
       : new ShardedChannels(this.client as Cluster, { connectTimeoutMs: options.commandTimeoutMs, report: options.onConnectionState });

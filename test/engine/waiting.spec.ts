@@ -226,4 +226,68 @@ describe('waiting', () => {
     expect(lock.signal.aborted).toBe(true);
     await next.release();
   });
+  /** The connections a proxy carries, as Redis lists them: id, and how many channels each has subscribed. */
+  async function clientsThrough(redis: Redis, proxy: RedisProxy): Promise<{ id: string; subscriptions: number }[]> {
+    const ports = proxy.upstreamPorts();
+    const list = (await redis.client('LIST')) as string;
+    return list
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => Object.fromEntries(line.split(' ').map((field) => field.split('=', 2))) as Record<string, string>)
+      .filter((c) => ports.has(Number(c.addr.split(':').pop())))
+      .map((c) => ({ id: c.id, subscriptions: Number(c.sub ?? 0) + Number(c.ssub ?? 0) }));
+  }
+
+  for (const given of ['a URL', 'an ioredis client of its own'] as const) {
+    it(`after an outage the waiters re-check once the command connection is back, not before (a re-check sent before fails a waiter with time left): redis given as ${given}`, async () => {
+      const holder = kit.engine();
+      const redis = kit.redis();
+      const proxy = await RedisProxy.start(redisUrl());
+      kit.add(() => proxy.close());
+      let connection: string | Redis = proxy.url;
+      if (given !== 'a URL') {
+        const client = new Redis(proxy.url);
+        kit.add(async () => client.disconnect());
+        connection = client;
+      }
+      const waiter = new LockEngine({ redis: connection, keyPrefix: holder.settings.keyPrefix, commandTimeoutMs: 500, logger: kit.logger });
+      kit.add(() => waiter.close());
+      // The application's client: its closes are watched, its errors left to the application's own listeners.
+      if (typeof connection !== 'string') expect(connection.listenerCount('error')).toBe(0);
+      const lock = await holder.acquire('k', { leaseMs: 30_000 });
+      const waiting = track(waiter.acquire('k', { waitTimeoutMs: 20_000 }));
+      await until(async () => (await clientsThrough(redis, proxy)).some((c) => c.subscriptions > 0), 5_000, 'the waiter to listen');
+      expect((await holder.inspect('k'))?.waitingWriters).toBe(1);
+
+      // The command connection drops and cannot come back: its new connection's handshake is held at the proxy.
+      const handshake = proxy.holdWhen(/info/i);
+      kit.add(async () => handshake.release());
+      const command = (await clientsThrough(redis, proxy)).find((c) => c.subscriptions === 0)!;
+      await redis.client('KILL', 'ID', command.id);
+      await handshake.matched;
+      handshake.stopMatching();
+      // Then the wake-up connection drops and is back at once (it subscribes again).
+      const subscriber = (await clientsThrough(redis, proxy)).find((c) => c.subscriptions > 0)!;
+      await redis.client('KILL', 'ID', subscriber.id);
+      await until(
+        async () => (await clientsThrough(redis, proxy)).some((c) => c.subscriptions > 0 && c.id !== subscriber.id),
+        5_000,
+        'the wake-up connection to subscribe again',
+      );
+      // Longer than commandTimeoutMs: a re-check sent on the command connection now would have failed the waiter.
+      await sleep(1_200);
+      expect(waiting.settled).toBe(false);
+
+      // The command connection back: the waiter re-checks (still refused), and a release hands the lock over.
+      handshake.release();
+      await until(async () => (await waiter.ping(500)).command, 5_000, 'the command connection to be back');
+      await sleep(300);
+      expect(waiting.settled).toBe(false);
+      const releasedAt = performance.now();
+      await lock.release();
+      const handle = await waiting.promise;
+      expect(waiting.at! - releasedAt).toBeLessThan(1_000);
+      expect(await handle.release()).toBe(true);
+    });
+  }
 });

@@ -12,6 +12,8 @@ export interface HeldTraffic {
   readonly matched: Promise<void>;
   /** Lets what this hold kept back through, in order, and stops holding. */
   release(): void;
+  /** Holds no further connection; those it holds stay held until `release`. */
+  stopMatching(): void;
 }
 
 /** A hold in force: its pattern, the callback of its first match, and the connections it holds. */
@@ -64,7 +66,12 @@ export class RedisProxy {
     const first = new Promise<void>((resolve) => (matched = resolve));
     const hold: Hold = { pattern, matched };
     this.holds.add(hold);
-    return { matched: first, release: () => this.releaseHold(hold) };
+    return { matched: first, release: () => this.releaseHold(hold), stopMatching: () => this.holds.delete(hold) };
+  }
+
+  /** The local ports of the proxy's connections to Redis (as `CLIENT LIST` shows them in `addr`). */
+  upstreamPorts(): Set<number> {
+    return new Set([...this.piped].map((p) => p.server.localPort).filter((port): port is number => port !== undefined));
   }
 
   /** Lets everything held through, in order, and stops holding. */
