@@ -2,7 +2,19 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'dist-sample/**', 'dist-bench/**', '.ab-*/**', 'node_modules/**', 'coverage/**', 'test/consumers/*/dist/**', 'test/consumers/*/node_modules/**', 'test/consumers/*/doc-snippets/**'] },
+  {
+    ignores: [
+      'dist/**',
+      'dist-sample/**',
+      'dist-bench/**',
+      '.ab-*/**',
+      'node_modules/**',
+      'coverage/**',
+      'test/consumers/*/dist/**',
+      'test/consumers/*/node_modules/**',
+      'test/consumers/*/doc-snippets/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

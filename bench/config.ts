@@ -9,12 +9,35 @@ export interface BenchConfig {
    * Every contender is created once per worker count and warmed up once; then `rounds` rounds run each contender for
    * one `sliceMs` slice, in alternating order, so a drift of the machine's load hits every contender alike.
    */
-  readonly uncontended: { readonly warmupMs: number; readonly sliceMs: number; readonly rounds: number; readonly workers: readonly number[] };
-  readonly handoff: { readonly waiters: number; readonly holdMs: number; readonly warmupRounds: number; readonly minRounds: number; readonly maxRounds: number; readonly budgetMs: number };
+  readonly uncontended: {
+    readonly warmupMs: number;
+    readonly sliceMs: number;
+    readonly rounds: number;
+    readonly workers: readonly number[];
+  };
+  readonly handoff: {
+    readonly waiters: number;
+    readonly holdMs: number;
+    readonly warmupRounds: number;
+    readonly minRounds: number;
+    readonly maxRounds: number;
+    readonly budgetMs: number;
+  };
   readonly commands: { readonly uncontendedCycles: number; readonly contendedRounds: number };
   readonly readWrite: { readonly workers: number; readonly warmupMs: number; readonly durationMs: number };
-  readonly watchdog: { readonly locks: number; readonly shortLeaseMs: number; readonly shortWindowMs: number; readonly measureDefaultLease: boolean; readonly defaultWindowMs: number };
-  readonly http: { readonly connections: number; readonly warmupS: number; readonly durationS: number; readonly articles: number };
+  readonly watchdog: {
+    readonly locks: number;
+    readonly shortLeaseMs: number;
+    readonly shortWindowMs: number;
+    readonly measureDefaultLease: boolean;
+    readonly defaultWindowMs: number;
+  };
+  readonly http: {
+    readonly connections: number;
+    readonly warmupS: number;
+    readonly durationS: number;
+    readonly articles: number;
+  };
   /** The library on several topologies; handoff rounds use `handoff.waiters` and `handoff.holdMs`. */
   readonly topologies: {
     readonly warmupMs: number;
@@ -36,7 +59,16 @@ export interface BenchConfig {
   };
 }
 
-export const SCENARIOS = ['uncontended', 'handoff', 'commands', 'read-write', 'watchdog', 'http', 'topologies', 'scale'] as const;
+export const SCENARIOS = [
+  'uncontended',
+  'handoff',
+  'commands',
+  'read-write',
+  'watchdog',
+  'http',
+  'topologies',
+  'scale',
+] as const;
 /** Scenarios that run only when named in `--only` (they take minutes). */
 const OPT_IN: readonly ScenarioId[] = ['scale'];
 export type ScenarioId = (typeof SCENARIOS)[number];
@@ -45,9 +77,13 @@ export type ScenarioId = (typeof SCENARIOS)[number];
 export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): BenchConfig {
   const quick = argv.includes('--quick') || env.BENCH_QUICK === '1';
   const onlyArg = argv.find((a) => a.startsWith('--only='))?.slice('--only='.length) ?? env.BENCH_ONLY ?? '';
-  const only = onlyArg.split(',').map((s) => s.trim()).filter(Boolean);
+  const only = onlyArg
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   for (const id of only) {
-    if (!(SCENARIOS as readonly string[]).includes(id)) throw new Error(`unknown scenario "${id}"; expected one of ${SCENARIOS.join(', ')}`);
+    if (!(SCENARIOS as readonly string[]).includes(id))
+      throw new Error(`unknown scenario "${id}"; expected one of ${SCENARIOS.join(', ')}`);
   }
   if (quick) {
     return {
@@ -58,10 +94,31 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Ben
       handoff: { waiters: 20, holdMs: 1, warmupRounds: 1, minRounds: 2, maxRounds: 5, budgetMs: 400 },
       commands: { uncontendedCycles: 200, contendedRounds: 2 },
       readWrite: { workers: 50, warmupMs: 200, durationMs: 500 },
-      watchdog: { locks: 10_000, shortLeaseMs: 3_000, shortWindowMs: 2_100, measureDefaultLease: false, defaultWindowMs: 0 },
+      watchdog: {
+        locks: 10_000,
+        shortLeaseMs: 3_000,
+        shortWindowMs: 2_100,
+        measureDefaultLease: false,
+        defaultWindowMs: 0,
+      },
       http: { connections: 50, warmupS: 1, durationS: 2, articles: 10_000 },
-      topologies: { warmupMs: 200, durationMs: 500, workers: [1, 10], commandCycles: 200, handoffWarmupRounds: 1, handoffMinRounds: 2, handoffMaxRounds: 5, handoffBudgetMs: 300 },
-      scale: { shortLocks: 20_000, shortLeaseMs: 3_000, shortHoldMs: 5_000, defaultCounts: [20_000], defaultHoldMs: 2_000 },
+      topologies: {
+        warmupMs: 200,
+        durationMs: 500,
+        workers: [1, 10],
+        commandCycles: 200,
+        handoffWarmupRounds: 1,
+        handoffMinRounds: 2,
+        handoffMaxRounds: 5,
+        handoffBudgetMs: 300,
+      },
+      scale: {
+        shortLocks: 20_000,
+        shortLeaseMs: 3_000,
+        shortHoldMs: 5_000,
+        defaultCounts: [20_000],
+        defaultHoldMs: 2_000,
+      },
     };
   }
   return {
@@ -72,14 +129,35 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Ben
     handoff: { waiters: 20, holdMs: 1, warmupRounds: 3, minRounds: 5, maxRounds: 60, budgetMs: 3_000 },
     commands: { uncontendedCycles: 1_000, contendedRounds: 10 },
     readWrite: { workers: 50, warmupMs: 1_000, durationMs: 3_000 },
-    watchdog: { locks: 10_000, shortLeaseMs: 3_000, shortWindowMs: 6_100, measureDefaultLease: true, defaultWindowMs: 20_500 },
+    watchdog: {
+      locks: 10_000,
+      shortLeaseMs: 3_000,
+      shortWindowMs: 6_100,
+      measureDefaultLease: true,
+      defaultWindowMs: 20_500,
+    },
     http: { connections: 50, warmupS: 1, durationS: 5, articles: 10_000 },
     // Every topology runs every repetition (3 now, 4 with quorum): about 6 s each per repetition, under 90 s in all.
-    topologies: { warmupMs: 500, durationMs: 2_000, workers: [1, 10], commandCycles: 1_000, handoffWarmupRounds: 2, handoffMinRounds: 5, handoffMaxRounds: 40, handoffBudgetMs: 1_200 },
+    topologies: {
+      warmupMs: 500,
+      durationMs: 2_000,
+      workers: [1, 10],
+      commandCycles: 1_000,
+      handoffWarmupRounds: 2,
+      handoffMinRounds: 5,
+      handoffMaxRounds: 40,
+      handoffBudgetMs: 1_200,
+    },
     // The default lease is 30 s: each count is held for longer than one lease, so every hold is renewed. (400,000
     // exhausted the bench process's default 4.3 GB V8 heap in a run before the single-holder form; 300,000 used
     // 846 MB of RSS at 68f58df.)
-    scale: { shortLocks: 100_000, shortLeaseMs: 3_000, shortHoldMs: 60_000, defaultCounts: [100_000, 200_000, 300_000], defaultHoldMs: 40_000 },
+    scale: {
+      shortLocks: 100_000,
+      shortLeaseMs: 3_000,
+      shortHoldMs: 60_000,
+      defaultCounts: [100_000, 200_000, 300_000],
+      defaultHoldMs: 40_000,
+    },
   };
 }
 

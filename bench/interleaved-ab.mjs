@@ -16,7 +16,8 @@ import { Redis } from 'ioredis';
 import { Mutex } from 'redis-semaphore';
 import { startRedisServer } from '../tools/redis-server.mjs';
 
-const arg = (name, fallback) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
+const arg = (name, fallback) =>
+  process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
 const builds = arg('builds', '')
   .split(',')
   .filter(Boolean)
@@ -25,7 +26,9 @@ const builds = arg('builds', '')
     return { name, entry: pathToFileURL(resolve(dir, 'lib/index.js')).href };
   });
 if (builds.length === 0) {
-  console.error('usage: node bench/interleaved-ab.mjs --builds=name=<dist-bench dir>[,name=<dir>...] [--workers=1,50] [--rounds=8] [--slice-ms=700]');
+  console.error(
+    'usage: node bench/interleaved-ab.mjs --builds=name=<dist-bench dir>[,name=<dir>...] [--workers=1,50] [--rounds=8] [--slice-ms=700]',
+  );
   process.exit(2);
 }
 const workerCounts = arg('workers', '1,50').split(',').map(Number);

@@ -30,11 +30,16 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
  * always kept, since every ratio is taken against it. All of them by default.
  */
 function pickContenders(argv: readonly string[], env: NodeJS.ProcessEnv): typeof CONTENDERS {
-  const arg = argv.find((a) => a.startsWith('--contenders='))?.slice('--contenders='.length) ?? env.BENCH_CONTENDERS ?? '';
-  const ids = arg.split(',').map((s) => s.trim()).filter(Boolean);
+  const arg =
+    argv.find((a) => a.startsWith('--contenders='))?.slice('--contenders='.length) ?? env.BENCH_CONTENDERS ?? '';
+  const ids = arg
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (ids.length === 0) return CONTENDERS;
   for (const id of ids) {
-    if (!CONTENDERS.some((c) => c.id === id)) throw new Error(`unknown contender "${id}"; expected one of ${CONTENDERS.map((c) => c.id).join(', ')}`);
+    if (!CONTENDERS.some((c) => c.id === id))
+      throw new Error(`unknown contender "${id}"; expected one of ${CONTENDERS.map((c) => c.id).join(', ')}`);
   }
   return CONTENDERS.filter((c) => c.kind === 'bare' || ids.includes(c.id));
 }
@@ -58,7 +63,8 @@ async function main(): Promise<void> {
   };
   await stats.flush();
   try {
-    if (selected(config, 'uncontended')) results.uncontended = await runUncontended(config, contenders, url, stats, log);
+    if (selected(config, 'uncontended'))
+      results.uncontended = await runUncontended(config, contenders, url, stats, log);
     if (selected(config, 'handoff')) results.handoff = await runHandoff(config, contenders, url, stats, log);
     if (selected(config, 'commands')) results.commands = await runCommands(config, contenders, url, stats, log);
     if (selected(config, 'read-write')) results.readWrite = await runReadWrite(config, url, stats, log);
@@ -78,14 +84,21 @@ async function main(): Promise<void> {
   const dir = join(ROOT, 'bench', 'results');
   mkdirSync(dir, { recursive: true });
   // The opt-in scale scenario keeps its own results (the README quotes them), apart from other partial runs.
-  const base = mode === 'full' ? 'latest' : mode === 'partial' && config.only.length === 1 && config.only[0] === 'scale' ? 'scale' : mode;
+  const base =
+    mode === 'full'
+      ? 'latest'
+      : mode === 'partial' && config.only.length === 1 && config.only[0] === 'scale'
+        ? 'scale'
+        : mode;
   writeFileSync(join(dir, `${base}.json`), `${JSON.stringify(results, null, 2)}\n`);
   writeFileSync(join(dir, `${base}.svg`), await renderChart(results));
   if (mode === 'full') {
     const chart = '![benchmark chart](results/latest.svg)';
     updateReadme(join(ROOT, 'bench', 'README.md'), `${chart}\n\n${tables}`);
   }
-  log(`done in ${results.durationS} s: bench/results/${base}.json, bench/results/${base}.svg${mode === 'full' ? ', bench/README.md' : ''}`);
+  log(
+    `done in ${results.durationS} s: bench/results/${base}.json, bench/results/${base}.svg${mode === 'full' ? ', bench/README.md' : ''}`,
+  );
 }
 
 main().then(

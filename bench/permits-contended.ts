@@ -1,4 +1,5 @@
-// The contended semaphore run of `bench/permits.ts`: `workers` callers on one `limit`-permit key, each holding ~`holdMs`
+// The contended semaphore run of `bench/permits.ts`: `workers` callers on one `limit`-permit key, each holding
+// ~`holdMs`
 // then resting `restMs` before asking again, so that callers truly queue (20 workers on 3 permits: about two thirds
 // of them wait at any moment). Measured in one process, on one monotonic clock (`performance.now()`):
 //  - holders at any instant, counted in this process and in Redis (INCR when granted, DECR before releasing): both
@@ -40,7 +41,10 @@ export interface ContendedRun {
   /** Grants that made more than `limit` holders, in this process / in Redis. */
   readonly violations: number;
   readonly violationsInRedis: number;
-  /** This process's event-loop delay during the run (ms, p50 / p99): how long a ready callback (a grant) can wait its turn. */
+  /**
+   * This process's event-loop delay during the run (ms, p50 / p99): how long a ready callback (a grant) can wait its
+   * turn.
+   */
   readonly loopDelayMs: readonly [number, number];
 }
 
@@ -50,7 +54,12 @@ const GRANT = 0;
 const RELEASE = 1;
 
 /** One contended run; `counter` is a connection (not the contender's) for the in-Redis holder count. */
-export async function contendedRun(c: PermitContender, key: string, counter: Redis, s: ContendedSettings): Promise<ContendedRun> {
+export async function contendedRun(
+  c: PermitContender,
+  key: string,
+  counter: Redis,
+  s: ContendedSettings,
+): Promise<ContendedRun> {
   const counterKey = `bench-holders:${key}`;
   await counter.del(counterKey);
   // Events in the order they happened (one thread: push order is time order): kind, time, whether the grant waited.
@@ -118,7 +127,8 @@ export async function contendedRun(c: PermitContender, key: string, counter: Red
     maxHoldersInRedis: Math.max(0, ...counts),
     violations,
     violationsInRedis: counts.filter((n) => n > s.limit).length,
-    // The histogram holds the whole sampling interval (1 ms, about 1.1 ms on an idle loop): the delay is what exceeds it.
+    // The histogram holds the whole sampling interval (1 ms, about 1.1 ms on an idle loop): the delay is what exceeds
+    // it.
     loopDelayMs: [Math.max(0, loop.percentile(50) / 1e6 - 1), Math.max(0, loop.percentile(99) / 1e6 - 1)],
   };
 }

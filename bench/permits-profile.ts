@@ -40,13 +40,19 @@ const contenders: { label: string; cycle: Cycle }[] = [
 async function redisUsec(): Promise<{ commands: number; cpu: number }> {
   const stats = await admin.info('commandstats');
   let commands = 0;
-  for (const [, name, usec] of stats.matchAll(/^cmdstat_([\w|]+):calls=\d+,usec=(\d+)/gm)) if (['evalsha', 'eval', 'zrem'].includes(name)) commands += Number(usec);
+  for (const [, name, usec] of stats.matchAll(/^cmdstat_([\w|]+):calls=\d+,usec=(\d+)/gm))
+    if (['evalsha', 'eval', 'zrem'].includes(name)) commands += Number(usec);
   const cpu = await admin.info('cpu');
   const f = (k: string) => Number(new RegExp(`^${k}:([\\d.]+)`, 'm').exec(cpu)?.[1] ?? 0);
   return { commands, cpu: (f('used_cpu_user') + f('used_cpu_sys')) * 1e6 };
 }
 
-const rows = contenders.map(() => ({ wall: [] as number[], node: [] as number[], redis: [] as number[], redisCpu: [] as number[] }));
+const rows = contenders.map(() => ({
+  wall: [] as number[],
+  node: [] as number[],
+  redis: [] as number[],
+  redisCpu: [] as number[],
+}));
 for (const c of contenders) for (let i = 0; i < 300; i++) await c.cycle('warm');
 for (let round = 0; round < 8; round++) {
   const order = round % 2 ? [...contenders.keys()].reverse() : [...contenders.keys()];

@@ -35,9 +35,14 @@ function library(url: string): PermitContender {
 function peer(url: string, retryInterval?: number): PermitContender {
   const client = new Redis(url);
   return {
-    label: retryInterval ? `redis-semaphore Semaphore (retryInterval ${retryInterval} ms)` : 'redis-semaphore Semaphore (defaults)',
+    label: retryInterval
+      ? `redis-semaphore Semaphore (retryInterval ${retryInterval} ms)`
+      : 'redis-semaphore Semaphore (defaults)',
     cycle: async (key, limit, hold) => {
-      const s = new Semaphore(client, `bench-rs:${key}`, limit, { ...(retryInterval ? { retryInterval } : {}), acquireTimeout: 60_000 });
+      const s = new Semaphore(client, `bench-rs:${key}`, limit, {
+        ...(retryInterval ? { retryInterval } : {}),
+        acquireTimeout: 60_000,
+      });
       await s.acquire();
       try {
         await hold();
@@ -87,7 +92,13 @@ async function uncontended(c: PermitContender, workers: number, ms: number): Pro
  * subscriptions have lingered out (1 s) so that its UNSUBSCRIBE is counted too. The holder count's connection
  * (`counter`) is left out. A run of its own: MONITOR slows Redis down.
  */
-async function commandsSent(c: PermitContender, key: string, admin: Redis, counter: Redis, settings: ContendedSettings): Promise<{ acquisitions: number; sent: Record<string, number> }> {
+async function commandsSent(
+  c: PermitContender,
+  key: string,
+  admin: Redis,
+  counter: Redis,
+  settings: ContendedSettings,
+): Promise<{ acquisitions: number; sent: Record<string, number> }> {
   const own = /addr=(\S+)/.exec(String(await counter.client('INFO')))?.[1];
   // The subscriptions of an earlier run have lingered out: their UNSUBSCRIBE is not this run's.
   await sleep(1_200);
@@ -111,7 +122,11 @@ async function scale(url: string): Promise<void> {
   const started = performance.now();
   const permits = [];
   for (let i = 0; i < 10_000; i += 500) {
-    permits.push(...(await Promise.all(Array.from({ length: 500 }, (_, j) => engine.acquirePermit(`s:${i + j}`, { limit: 3, leaseMs: 3_000 })))));
+    permits.push(
+      ...(await Promise.all(
+        Array.from({ length: 500 }, (_, j) => engine.acquirePermit(`s:${i + j}`, { limit: 3, leaseMs: 3_000 })),
+      )),
+    );
   }
   const acquiredMs = performance.now() - started;
   const holdMs = Number(process.env.SCALE_HOLD_MS ?? 60_000);
@@ -135,7 +150,9 @@ async function scale(url: string): Promise<void> {
     releasedMs: Math.round(releasedMs),
     noneLost: held === permits.length && lost === 0,
   };
-  console.log(`scale: ${permits.length} permits acquired in ${result.acquiredMs} ms, held ${holdMs / 1000} s at a 3 s lease: ${held} still held, ${lost} lost events, ${result.releasedAsHeld} released as held`);
+  console.log(
+    `scale: ${permits.length} permits acquired in ${result.acquiredMs} ms, held ${holdMs / 1000} s at a 3 s lease: ${held} still held, ${lost} lost events, ${result.releasedAsHeld} released as held`,
+  );
   await engine.close();
   mkdirSync('bench/results', { recursive: true });
   writeFileSync('bench/results/permits-scale.json', JSON.stringify(result, null, 2) + '\n');
@@ -229,22 +246,42 @@ try {
   const floor = rows[rows.length - 1];
   const peerRow = rows[1];
   for (const r of rows) {
-    r['1 w x redis-semaphore'] = round2((r['uncontended 1 w /s'] as number) / (peerRow['uncontended 1 w /s'] as number));
+    r['1 w x redis-semaphore'] = round2(
+      (r['uncontended 1 w /s'] as number) / (peerRow['uncontended 1 w /s'] as number),
+    );
     r['1 w x floor'] = round2((r['uncontended 1 w /s'] as number) / (floor['uncontended 1 w /s'] as number));
     r['20 w x floor'] = round2((r['uncontended 20 w /s'] as number) / (floor['uncontended 20 w /s'] as number));
   }
   const rtt = [round2(rttBefore), round2(await pingMs(admin))];
   console.table(rows.map(({ commands: _, ...r }) => r));
-  console.log(`load average ${round2(loadBefore)} -> ${round2(loadavg()[0])}; PING round trip p50 ${rtt[0]} -> ${rtt[1]} ms`);
-  for (const r of rows) console.log(`${r.contender as string}: commands sent over ${settings.workers * settings.cyclesPerWorker} acquisitions: ${JSON.stringify(r.commands)}`);
+  console.log(
+    `load average ${round2(loadBefore)} -> ${round2(loadavg()[0])}; PING round trip p50 ${rtt[0]} -> ${rtt[1]} ms`,
+  );
+  for (const r of rows)
+    console.log(
+      `${r.contender as string}: commands sent over ${settings.workers * settings.cyclesPerWorker} acquisitions: ${JSON.stringify(r.commands)}`,
+    );
   if ((rows[0].violations as number) > 0) {
-    console.error(`VIOLATION: nest-redis-locks' semaphore had more than ${settings.limit} holders at once (see "violations" above)`);
+    console.error(
+      `VIOLATION: nest-redis-locks' semaphore had more than ${settings.limit} holders at once (see "violations" above)`,
+    );
     process.exitCode = 1;
   }
   mkdirSync('bench/results', { recursive: true });
   writeFileSync(
     'bench/results/permits.json',
-    JSON.stringify({ at: new Date().toISOString(), commit: commit(), loadAverage: [round2(loadBefore), round2(loadavg()[0])], pingMs: rtt, contended: settings, rows }, null, 2) + '\n',
+    JSON.stringify(
+      {
+        at: new Date().toISOString(),
+        commit: commit(),
+        loadAverage: [round2(loadBefore), round2(loadavg()[0])],
+        pingMs: rtt,
+        contended: settings,
+        rows,
+      },
+      null,
+      2,
+    ) + '\n',
   );
 } finally {
   for (const c of contenders) await c.close();

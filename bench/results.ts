@@ -17,7 +17,12 @@ export interface BenchResults {
   /** Git commit of the library measured. */
   readonly library: string;
   readonly config: BenchConfig;
-  readonly contenders: readonly { readonly id: string; readonly label: string; readonly kind: string; readonly settings: string }[];
+  readonly contenders: readonly {
+    readonly id: string;
+    readonly label: string;
+    readonly kind: string;
+    readonly settings: string;
+  }[];
   durationS?: number;
   uncontended?: UncontendedResult;
   handoff?: HandoffResult;

@@ -10,7 +10,10 @@ import { startRedisServer } from '../tools/redis-server.mjs';
 const require = createRequire(import.meta.url);
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 
-const tsc = spawnSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.bench.json'], { cwd: root, stdio: 'inherit' });
+const tsc = spawnSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.bench.json'], {
+  cwd: root,
+  stdio: 'inherit',
+});
 if (tsc.status !== 0) {
   console.error('bench: compiling with tsconfig.bench.json failed');
   process.exit(tsc.status ?? 1);

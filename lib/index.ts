@@ -4,7 +4,11 @@
 export { RedisLockModule } from './nest/redis-lock.module.js';
 export { LockService } from './nest/lock.service.js';
 export { REDIS_LOCK_OPTIONS } from './nest/redis-lock.module-definition.js';
-export type { RedisLockModuleOptions, RedisLockOptionsFactory, OnLockLost } from './nest/redis-lock-module-options.interface.js';
+export type {
+  RedisLockModuleOptions,
+  RedisLockOptionsFactory,
+  OnLockLost,
+} from './nest/redis-lock-module-options.interface.js';
 export { DEFAULT_MODULE_SETTINGS } from './nest/module-settings.js';
 
 // Decorators and their HTTP answers

@@ -24,7 +24,11 @@ export class AppModule {
   static forRedis(redisUrl: string): DynamicModule {
     return {
       module: AppModule,
-      imports: [RedisLockModule.forRoot({ redis: redisUrl, isGlobal: true }), ScheduleModule.forRoot(), ...lockBoardFromEnv()],
+      imports: [
+        RedisLockModule.forRoot({ redis: redisUrl, isGlobal: true }),
+        ScheduleModule.forRoot(),
+        ...lockBoardFromEnv(),
+      ],
       controllers: [ArticlesController, LocksController],
       providers: [
         {

@@ -24,9 +24,13 @@ const SHUTDOWN_LIMIT_MS = 10_000;
 async function startOwnRedisServer(): Promise<RedisServerProcess> {
   // One level up from sample-app/main.ts, two from the compiled dist-sample/sample-app/main.js.
   const here = dirname(fileURLToPath(import.meta.url));
-  const file = ['../tools/redis-server.mjs', '../../tools/redis-server.mjs'].map((p) => resolve(here, p)).find((p) => existsSync(p));
+  const file = ['../tools/redis-server.mjs', '../../tools/redis-server.mjs']
+    .map((p) => resolve(here, p))
+    .find((p) => existsSync(p));
   if (!file) throw new Error('tools/redis-server.mjs not found: run the sample app from the repository');
-  const { startRedisServer } = (await import(pathToFileURL(file).href)) as { startRedisServer(): Promise<RedisServerProcess> };
+  const { startRedisServer } = (await import(pathToFileURL(file).href)) as {
+    startRedisServer(): Promise<RedisServerProcess>;
+  };
   return startRedisServer();
 }
 

@@ -38,7 +38,9 @@ try {
     strict: true,
   });
   for (const message of lint.messages) failures.push(`publint ${message.type}: ${formatMessage(message, pkg)}`);
-  console.log(`check:package: publint ${lint.messages.length === 0 ? 'found nothing' : `found ${lint.messages.length} problem(s)`}`);
+  console.log(
+    `check:package: publint ${lint.messages.length === 0 ? 'found nothing' : `found ${lint.messages.length} problem(s)`}`,
+  );
 
   // @arethetypeswrong/cli (prints its own table)
   const attwBin = join(dirname(require.resolve('@arethetypeswrong/cli/package.json')), 'dist', 'index.js');
@@ -59,7 +61,14 @@ try {
     /^lib\/.+(?<!\.spec)\.ts$/,
   ];
   for (const f of files) if (!allowed.some((re) => re.test(f))) failures.push(`unexpected file in the package: ${f}`);
-  for (const f of ['LICENSE', 'README.md', 'CHANGELOG.md', 'dist/cjs/package.json', 'dist/esm/index.js', 'dist/cjs/index.js']) {
+  for (const f of [
+    'LICENSE',
+    'README.md',
+    'CHANGELOG.md',
+    'dist/cjs/package.json',
+    'dist/esm/index.js',
+    'dist/cjs/index.js',
+  ]) {
     if (!files.includes(f)) failures.push(`missing from the package: ${f}`);
   }
   let maps = 0;

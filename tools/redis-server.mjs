@@ -29,7 +29,10 @@ export function ensureRedisServer({ log = console.error } = {}) {
   if (!isRoot || !hasApt) throw new Error(INSTALL_HINT);
   log('redis-server not found: installing it with apt-get');
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  for (const args of [['update', '-qq'], ['install', '-y', '-qq', 'redis-server']]) {
+  for (const args of [
+    ['update', '-qq'],
+    ['install', '-y', '-qq', 'redis-server'],
+  ]) {
     const res = spawnSync('apt-get', args, { stdio: 'inherit', env });
     if (res.status !== 0) throw new Error(`apt-get ${args.join(' ')} failed; ${INSTALL_HINT}`);
   }
@@ -54,7 +57,10 @@ export function freePort() {
 function waitForReady(child, port) {
   return new Promise((resolve, reject) => {
     let out = '';
-    const timer = setTimeout(() => fail(new Error(`redis-server on port ${port} did not start in 10 s:\n${out}`)), 10_000);
+    const timer = setTimeout(
+      () => fail(new Error(`redis-server on port ${port} did not start in 10 s:\n${out}`)),
+      10_000,
+    );
     const onData = (chunk) => {
       out += chunk.toString();
       if (out.includes('Ready to accept connections')) {

@@ -9,7 +9,11 @@ import type { Contender, ContenderSpec } from './contender.js';
 export class EngineContender implements Contender {
   readonly engine: LockEngine;
 
-  constructor(url: string, prefix: string, private readonly options: AcquireOptions = {}) {
+  constructor(
+    url: string,
+    prefix: string,
+    private readonly options: AcquireOptions = {},
+  ) {
     this.engine = new LockEngine({ redis: url, keyPrefix: prefix });
   }
 

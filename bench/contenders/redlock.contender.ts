@@ -11,7 +11,11 @@ class RedlockContender implements Contender {
   private readonly client: Redis;
   private readonly redlock: Redlock;
 
-  constructor(url: string, private readonly prefix: string, settings: Partial<Settings>) {
+  constructor(
+    url: string,
+    private readonly prefix: string,
+    settings: Partial<Settings>,
+  ) {
     this.client = new Redis(url);
     this.redlock = new Redlock([this.client], settings);
     // Redlock emits "error" for every failed attempt on a node (including "resource locked"); without a listener
@@ -46,5 +50,6 @@ export const redlockFastSpec: ContenderSpec = {
   label: 'redlock (aggressive)',
   kind: 'peer',
   settings: 'retryCount 10000, retryDelay 1 ms, retryJitter 1 ms (0-2 ms between tries); duration 30000 ms',
-  create: async (url, prefix) => new RedlockContender(url, prefix, { retryCount: 10_000, retryDelay: 1, retryJitter: 1 }),
+  create: async (url, prefix) =>
+    new RedlockContender(url, prefix, { retryCount: 10_000, retryDelay: 1, retryJitter: 1 }),
 };

@@ -7,7 +7,11 @@ import type { Contender, ContenderSpec } from './contender.js';
 class SemaphoreContender implements Contender {
   private readonly client: Redis;
 
-  constructor(url: string, private readonly prefix: string, private readonly options: LockOptions | undefined) {
+  constructor(
+    url: string,
+    private readonly prefix: string,
+    private readonly options: LockOptions | undefined,
+  ) {
     this.client = new Redis(url);
   }
 

@@ -1,7 +1,8 @@
 /** Number formatting shared by the tables. */
 export const fmt = {
   int: (v: number) => (Number.isFinite(v) ? Math.round(v).toLocaleString('en-US') : '–'),
-  num: (v: number) => (Number.isFinite(v) ? (Math.abs(v) >= 100 ? v.toFixed(0) : Math.abs(v) >= 10 ? v.toFixed(1) : v.toFixed(2)) : '–'),
+  num: (v: number) =>
+    Number.isFinite(v) ? (Math.abs(v) >= 100 ? v.toFixed(0) : Math.abs(v) >= 10 ? v.toFixed(1) : v.toFixed(2)) : '–',
   ms: (v: number) => (Number.isFinite(v) ? (v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(3)) : '–'),
   ratio: (v: number) => (Number.isFinite(v) ? `${v.toFixed(2)}×` : '–'),
   pct: (v: number) => (Number.isFinite(v) ? `${v.toFixed(v >= 10 ? 0 : 1)} %` : '–'),

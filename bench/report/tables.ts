@@ -12,7 +12,9 @@ function breakdown(c: CommandCounts, max = 6): string {
 /** Every result table of a run, as markdown: printed by `npm run bench` and copied into bench/README.md. */
 export function renderTables(r: BenchResults): string {
   const out: string[] = [];
-  out.push(`Run of ${r.date} (${r.mode} mode, ${r.config.reps} repetition(s), contender order reversed on every other one)`);
+  out.push(
+    `Run of ${r.date} (${r.mode} mode, ${r.config.reps} repetition(s), contender order reversed on every other one)`,
+  );
   out.push(
     `Machine: ${describeMachine(r.machine)}; load average ${r.machine.loadAtStart} at start, ${r.machine.loadAtEnd ?? '?'} at end. ` +
       `Library at commit ${r.library}; run took ${r.durationS ?? '?'} s.`,
@@ -24,7 +26,17 @@ export function renderTables(r: BenchResults): string {
     );
     out.push(
       table(
-        ['contender', 'cycles/s', '× bare', 'p50 ms', 'p99 ms', 'Node CPU', 'Node µs/cycle', 'Redis CPU', 'Redis µs/cycle'],
+        [
+          'contender',
+          'cycles/s',
+          '× bare',
+          'p50 ms',
+          'p99 ms',
+          'Node CPU',
+          'Node µs/cycle',
+          'Redis CPU',
+          'Redis µs/cycle',
+        ],
         rows.map((x) => [
           x.label,
           fmt.int(x.cyclesPerSec),
@@ -45,7 +57,18 @@ export function renderTables(r: BenchResults): string {
     out.push(`### 2. Contended handoff: ${h.waiters} waiters on one key, each holding it ${h.holdMs} ms (setTimeout)`);
     out.push(
       table(
-        ['contender', 'rounds', 'handoff p50 ms', 'p99 ms', 'p50 × bare', 'drain ms', 'held ms', 'drain / held', 'gave up', 'overlaps'],
+        [
+          'contender',
+          'rounds',
+          'handoff p50 ms',
+          'p99 ms',
+          'p50 × bare',
+          'drain ms',
+          'held ms',
+          'drain / held',
+          'gave up',
+          'overlaps',
+        ],
         h.rows.map((x) => [
           x.label,
           String(x.rounds),
@@ -71,7 +94,16 @@ export function renderTables(r: BenchResults): string {
     );
     out.push(
       table(
-        ['contender', 'uncontended all', 'wire', 'contended all', 'wire', 'contended × bare', 'contended, by command (INFO commandstats)', 'contended wire commands'],
+        [
+          'contender',
+          'uncontended all',
+          'wire',
+          'contended all',
+          'wire',
+          'contended × bare',
+          'contended, by command (INFO commandstats)',
+          'contended wire commands',
+        ],
         c.rows.map((x) => [
           x.label,
           fmt.num(x.uncontended.total),
@@ -92,7 +124,14 @@ export function renderTables(r: BenchResults): string {
     out.push(
       table(
         ['variant', 'cycles/s', 'p50 ms', 'p99 ms', 'Node CPU', 'Redis CPU'],
-        rw.rows.map((x) => [x.label, fmt.int(x.cyclesPerSec), fmt.ms(x.p50Ms), fmt.ms(x.p99Ms), fmt.pct(x.nodeCpuPct), fmt.pct(x.redisCpuPct)]),
+        rw.rows.map((x) => [
+          x.label,
+          fmt.int(x.cyclesPerSec),
+          fmt.ms(x.p50Ms),
+          fmt.ms(x.p99Ms),
+          fmt.pct(x.nodeCpuPct),
+          fmt.pct(x.redisCpuPct),
+        ]),
       ),
     );
     out.push(`Readers on one key / writers on distinct keys: ${fmt.ratio(rw.readersToDistinct)}`);
@@ -104,7 +143,25 @@ export function renderTables(r: BenchResults): string {
     const ms = [w.short, ...(w.atDefault ? [w.atDefault] : [])];
     out.push(
       table(
-        ['lease', 'ticks seen', 'calls/tick', 'round trips/tick', 'locks/round trip', 'renewed/tick', 'tick latency ms', 'Node CPU/tick ms', 'Node µs/lock', 'renewal CPU', 'process CPU', 'GC ms', 'Redis cmds/tick', 'Redis ms/tick', 'Redis ms/call', 'held at end', 'lost'],
+        [
+          'lease',
+          'ticks seen',
+          'calls/tick',
+          'round trips/tick',
+          'locks/round trip',
+          'renewed/tick',
+          'tick latency ms',
+          'Node CPU/tick ms',
+          'Node µs/lock',
+          'renewal CPU',
+          'process CPU',
+          'GC ms',
+          'Redis cmds/tick',
+          'Redis ms/tick',
+          'Redis ms/call',
+          'held at end',
+          'lost',
+        ],
         ms.map((m) => [
           `${m.leaseMs / 1000} s`,
           String(m.ticks),
@@ -134,10 +191,22 @@ export function renderTables(r: BenchResults): string {
 
   if (r.http) {
     const h = r.http;
-    out.push(`### 6. HTTP: sample app PUT /articles/:id, autocannon ${h.connections} connections, ${h.durationS} s per repetition, ${fmt.int(h.articles)} articles in rotation`);
+    out.push(
+      `### 6. HTTP: sample app PUT /articles/:id, autocannon ${h.connections} connections, ${h.durationS} s per repetition, ${fmt.int(h.articles)} articles in rotation`,
+    );
     out.push(
       table(
-        ['variant', 'requests/s', 'p50 ms', 'p99 ms', 'app CPU', 'app CPU ms/req', 'Redis CPU ms/req', 'non-2xx', 'errors'],
+        [
+          'variant',
+          'requests/s',
+          'p50 ms',
+          'p99 ms',
+          'app CPU',
+          'app CPU ms/req',
+          'Redis CPU ms/req',
+          'non-2xx',
+          'errors',
+        ],
         h.rows.map((x) => [
           x.label,
           fmt.int(x.requestsPerSec),
@@ -168,7 +237,17 @@ export function renderTables(r: BenchResults): string {
     const rate = (x: (typeof t.rows)[number], workers: number) => x.rates.find((q) => q.workers === workers);
     out.push(
       table(
-        ['topology', 'nodes', ...t.workers.flatMap((w) => [`${w}w cycles/s`, `${w}w × single`, `${w}w p99 ms`]), 'commands/cycle', 'by command', 'handoff p50 ms', 'p99 ms', 'drain / held', 'overlaps'],
+        [
+          'topology',
+          'nodes',
+          ...t.workers.flatMap((w) => [`${w}w cycles/s`, `${w}w × single`, `${w}w p99 ms`]),
+          'commands/cycle',
+          'by command',
+          'handoff p50 ms',
+          'p99 ms',
+          'drain / held',
+          'overlaps',
+        ],
         t.rows.map((x) =>
           x.available
             ? [
@@ -185,7 +264,17 @@ export function renderTables(r: BenchResults): string {
                 fmt.ratio(x.handoff.drainToHolds),
                 String(x.handoff.overlaps),
               ]
-            : [x.label, String(x.nodes), ...t.workers.flatMap(() => ['not available', '–', '–']), '–', '–', '–', '–', '–', '–'],
+            : [
+                x.label,
+                String(x.nodes),
+                ...t.workers.flatMap(() => ['not available', '–', '–']),
+                '–',
+                '–',
+                '–',
+                '–',
+                '–',
+                '–',
+              ],
         ),
       ),
     );
@@ -198,7 +287,22 @@ export function renderTables(r: BenchResults): string {
     out.push(`### 8. Scale: many locks held by one process, then released all at once (opt-in: \`--only=scale\`)`);
     out.push(
       table(
-        ['locks', 'lease', 'held s', 'acquire s', 'lost while held', 'release s', 'release() false', 'lost on release', 'keys left', 'behind warnings', 'renewal failures', 'Node CPU', 'Redis CPU', 'RSS MB'],
+        [
+          'locks',
+          'lease',
+          'held s',
+          'acquire s',
+          'lost while held',
+          'release s',
+          'release() false',
+          'lost on release',
+          'keys left',
+          'behind warnings',
+          'renewal failures',
+          'Node CPU',
+          'Redis CPU',
+          'RSS MB',
+        ],
         [sc.shortLease, ...sc.defaultLease].map((x) => [
           fmt.int(x.locks),
           `${x.leaseMs / 1000} s`,
@@ -217,12 +321,19 @@ export function renderTables(r: BenchResults): string {
         ]),
       ),
     );
-    out.push(`Largest count held at the default 30 s lease with nothing lost: ${fmt.int(sc.largestAtDefault)} (the largest count tried was ${fmt.int(Math.max(...sc.defaultLease.map((x) => x.locks)))})`);
+    out.push(
+      `Largest count held at the default 30 s lease with nothing lost: ${fmt.int(sc.largestAtDefault)} (the largest count tried was ${fmt.int(Math.max(...sc.defaultLease.map((x) => x.locks)))})`,
+    );
   }
 
   if (r.targets?.length) {
     out.push('### Targets');
-    out.push(table(['scenario', 'target', 'measured', 'result'], r.targets.map((t) => [t.scenario, t.target, t.measured, t.pass ? 'pass' : '**miss**'])));
+    out.push(
+      table(
+        ['scenario', 'target', 'measured', 'result'],
+        r.targets.map((t) => [t.scenario, t.target, t.measured, t.pass ? 'pass' : '**miss**']),
+      ),
+    );
   }
   return out.join('\n\n') + '\n';
 }

@@ -40,7 +40,12 @@ export interface CommandsResult {
   readonly rows: readonly CommandsRow[];
 }
 
-async function count(stats: RedisStats, url: string, acquisitions: number, work: () => Promise<void>): Promise<CommandCount> {
+async function count(
+  stats: RedisStats,
+  url: string,
+  acquisitions: number,
+  work: () => Promise<void>,
+): Promise<CommandCount> {
   await stats.reset();
   const monitor = await CommandMonitor.start(url);
   await work();
@@ -57,7 +62,12 @@ async function count(stats: RedisStats, url: string, acquisitions: number, work:
   };
 }
 
-async function measure(spec: ContenderSpec, config: BenchConfig, url: string, stats: RedisStats): Promise<Omit<CommandsRow, 'contendedRatioToBare'>> {
+async function measure(
+  spec: ContenderSpec,
+  config: BenchConfig,
+  url: string,
+  stats: RedisStats,
+): Promise<Omit<CommandsRow, 'contendedRatioToBare'>> {
   const { uncontendedCycles, contendedRounds } = config.commands;
   const { waiters, holdMs } = config.handoff;
   const lock: Contender = await spec.create(url, `bench:c:${spec.id}:`);
@@ -73,7 +83,8 @@ async function measure(spec: ContenderSpec, config: BenchConfig, url: string, st
     const contended = await count(stats, url, contendedRounds * waiters, async () => {
       for (let r = 0; r < contendedRounds; r++) {
         const round = await runRound(lock, 'hot', waiters, holdMs);
-        if (round.failures > 0) throw new Error(`${spec.id}: ${round.failures} acquisitions gave up while counting commands`);
+        if (round.failures > 0)
+          throw new Error(`${spec.id}: ${round.failures} acquisitions gave up while counting commands`);
       }
       await settle();
     });
@@ -95,12 +106,17 @@ export async function runCommands(
   for (const spec of contenders) {
     const row = await measure(spec, config, url, stats);
     rows.push(row);
-    log(`commands ${spec.id}: ${row.uncontended.total.toFixed(1)} uncontended, ${row.contended.total.toFixed(1)} contended per acquisition`);
+    log(
+      `commands ${spec.id}: ${row.uncontended.total.toFixed(1)} uncontended, ${row.contended.total.toFixed(1)} contended per acquisition`,
+    );
     await stats.flush();
   }
   const bare = rows.find((r) => r.id === contenders.find((c) => c.kind === 'bare')?.id);
   return {
     waiters: config.handoff.waiters,
-    rows: rows.map((r) => ({ ...r, contendedRatioToBare: bare ? r.contended.total / bare.contended.total : Number.NaN })),
+    rows: rows.map((r) => ({
+      ...r,
+      contendedRatioToBare: bare ? r.contended.total / bare.contended.total : Number.NaN,
+    })),
   };
 }

@@ -30,7 +30,13 @@ async function holdFor(at: number, ms: number): Promise<void> {
  * call release) to the start of the next holder's, both read from the same monotonic high-resolution clock
  * (`performance.now()`, which is `process.hrtime` based) in this one process.
  */
-export async function runRound(lock: Contender, key: string, waiters: number, holdMs: number, handoffs?: Samples): Promise<RoundResult> {
+export async function runRound(
+  lock: Contender,
+  key: string,
+  waiters: number,
+  holdMs: number,
+  handoffs?: Samples,
+): Promise<RoundResult> {
   let lastRelease = Number.NaN;
   let holders = 0;
   let overlaps = 0;
@@ -108,7 +114,9 @@ export async function runHandoff(
       }
       await lock.close();
       rounds.get(spec.id)!.push(...mine);
-      log(`handoff rep ${rep + 1}/${config.reps} ${spec.id}: ${mine.length} rounds, median drain ${median(mine.map((r) => r.drainMs)).toFixed(1)} ms`);
+      log(
+        `handoff rep ${rep + 1}/${config.reps} ${spec.id}: ${mine.length} rounds, median drain ${median(mine.map((r) => r.drainMs)).toFixed(1)} ms`,
+      );
     }
     await stats.flush();
   }

@@ -21,7 +21,11 @@ const UNLOCKED_BASE = '/bench-unlocked/articles';
 const LOCKED_BASE = '/articles';
 
 const VARIANTS: readonly Variant[] = [
-  { id: 'unlocked-fresh', label: 'PUT without @WriteLocked, before any lock was taken in the process', base: UNLOCKED_BASE },
+  {
+    id: 'unlocked-fresh',
+    label: 'PUT without @WriteLocked, before any lock was taken in the process',
+    base: UNLOCKED_BASE,
+  },
   { id: 'locked', label: "PUT /articles/:id with @WriteLocked('article:<id>')", base: LOCKED_BASE },
   { id: 'unlocked', label: 'PUT without @WriteLocked, after locks were taken in the process', base: UNLOCKED_BASE },
 ];
@@ -165,7 +169,8 @@ export async function runHttp(config: BenchConfig, url: string, stats: RedisStat
       const measure = async (v: Variant) => {
         await loader.run(v.base, warmupS);
         const run = await loader.run(v.base, durationS);
-        if (run.non2xx > 0 || run.errors > 0) throw new Error(`HTTP ${v.id}: ${run.non2xx} non-2xx answers, ${run.errors} errors`);
+        if (run.non2xx > 0 || run.errors > 0)
+          throw new Error(`HTTP ${v.id}: ${run.non2xx} non-2xx answers, ${run.errors} errors`);
         runs.get(v.id)!.push(run);
         log(`http rep ${rep + 1}/${config.reps} ${v.id}: ${Math.round(run.requestsPerSec)} req/s`);
       };

@@ -14,8 +14,18 @@ interface Variant {
 }
 
 const VARIANTS: readonly Variant[] = [
-  { id: 'readers-one-key', label: 'read locks, all on one key', mode: 'read', keys: (n) => Array.from({ length: n }, () => 'shared') },
-  { id: 'writers-distinct-keys', label: 'write locks, one key each', mode: 'write', keys: (n) => Array.from({ length: n }, (_, i) => `k${i}`) },
+  {
+    id: 'readers-one-key',
+    label: 'read locks, all on one key',
+    mode: 'read',
+    keys: (n) => Array.from({ length: n }, () => 'shared'),
+  },
+  {
+    id: 'writers-distinct-keys',
+    label: 'write locks, one key each',
+    mode: 'write',
+    keys: (n) => Array.from({ length: n }, (_, i) => `k${i}`),
+  },
 ];
 
 export interface ReadWriteRow extends CycleSummary {
@@ -31,7 +41,12 @@ export interface ReadWriteResult {
 }
 
 /** Scenario 4 (this library only): 50 readers sharing one key versus 50 writers on distinct keys. */
-export async function runReadWrite(config: BenchConfig, url: string, stats: RedisStats, log: Log): Promise<ReadWriteResult> {
+export async function runReadWrite(
+  config: BenchConfig,
+  url: string,
+  stats: RedisStats,
+  log: Log,
+): Promise<ReadWriteResult> {
   const { workers, warmupMs, durationMs } = config.readWrite;
   const runs = new Map<string, CycleRun[]>(VARIANTS.map((v) => [v.id, []]));
   const samples = new Map(VARIANTS.map((v) => [v.id, new Samples()]));

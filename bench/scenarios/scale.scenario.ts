@@ -30,7 +30,12 @@ export interface ScaleStep {
   /** Lock keys left in Redis after the release (must be 0). */
   readonly leftInRedis: number;
   /** Warnings the engine logged: renewal falling behind, renewal failures, lost-lock lines. */
-  readonly warnings: { readonly behind: number; readonly renewalFailed: number; readonly lost: number; readonly other: number };
+  readonly warnings: {
+    readonly behind: number;
+    readonly renewalFailed: number;
+    readonly lost: number;
+    readonly other: number;
+  };
   /** Node CPU over the hold, % of one core. */
   readonly nodeCpuPct: number;
   /** redis-server CPU over the hold, % of one core. */
@@ -70,7 +75,14 @@ async function countKeys(client: Redis, prefix: string): Promise<number> {
 }
 
 /** Holds `locks` locks at `leaseMs` for `holdMs`, then releases them all at once. */
-export async function holdMany(url: string, stats: RedisStats, locks: number, leaseMs: number, holdMs: number, log: Log): Promise<ScaleStep> {
+export async function holdMany(
+  url: string,
+  stats: RedisStats,
+  locks: number,
+  leaseMs: number,
+  holdMs: number,
+  log: Log,
+): Promise<ScaleStep> {
   const keyPrefix = `bench:scale:${leaseMs}:${locks}:`;
   const warnings = { behind: 0, renewalFailed: 0, lost: 0, other: 0 };
   const logger = {
@@ -93,7 +105,9 @@ export async function holdMany(url: string, stats: RedisStats, locks: number, le
     const t0 = performance.now();
     const handles = await acquireAll(engine, 'k', locks);
     const acquireS = (performance.now() - t0) / 1000;
-    log(`scale: ${locks} locks at lease ${leaseMs} ms acquired in ${acquireS.toFixed(1)} s; holding ${holdMs / 1000} s`);
+    log(
+      `scale: ${locks} locks at lease ${leaseMs} ms acquired in ${acquireS.toFixed(1)} s; holding ${holdMs / 1000} s`,
+    );
     collectGarbage();
     const redis0 = await stats.cpuSeconds();
     const cpu0 = process.cpuUsage();

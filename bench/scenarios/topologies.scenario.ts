@@ -11,7 +11,9 @@ import type { BenchTopology, EngineConnection, TopologyId } from '../support/top
 import { runRound } from './handoff.scenario.js';
 import type { RoundResult } from './handoff.scenario.js';
 
-/** Replication and cluster-bus housekeeping (a replica's REPLCONF ACK, a Cluster client's CLUSTER SLOTS): not lock work. */
+/**
+ * Replication and cluster-bus housekeeping (a replica's REPLCONF ACK, a Cluster client's CLUSTER SLOTS): not lock work.
+ */
 const TOPOLOGY_HOUSEKEEPING = new Set(['cluster', 'replconf', 'psync', 'sync', 'readonly']);
 
 const noop = async (): Promise<void> => undefined;
@@ -185,12 +187,17 @@ export async function runTopologies(config: BenchConfig, log: Log): Promise<Topo
         collectGarbage();
         const t0 = performance.now();
         const mine: RoundResult[] = [];
-        while (mine.length < c.handoffMaxRounds && (mine.length < c.handoffMinRounds || performance.now() - t0 < c.handoffBudgetMs)) {
+        while (
+          mine.length < c.handoffMaxRounds &&
+          (mine.length < c.handoffMinRounds || performance.now() - t0 < c.handoffBudgetMs)
+        ) {
           mine.push(await runRound(lock, 'hot', waiters, holdMs, t.handoffs));
         }
         await lock.close();
         t.rounds.push(...mine);
-        log(`topologies rep ${rep + 1}/${config.reps} ${id} handoff: ${mine.length} rounds, median drain ${median(mine.map((r) => r.drainMs)).toFixed(1)} ms`);
+        log(
+          `topologies rep ${rep + 1}/${config.reps} ${id} handoff: ${mine.length} rounds, median drain ${median(mine.map((r) => r.drainMs)).toFixed(1)} ms`,
+        );
       }
     }
 
@@ -222,7 +229,14 @@ export async function runTopologies(config: BenchConfig, log: Log): Promise<Topo
           rates: [],
           commandsPerCycle: Number.NaN,
           commandsByCommand: {},
-          handoff: { rounds: 0, p50Ms: Number.NaN, p99Ms: Number.NaN, drainToHolds: Number.NaN, failures: 0, overlaps: 0 },
+          handoff: {
+            rounds: 0,
+            p50Ms: Number.NaN,
+            p99Ms: Number.NaN,
+            drainToHolds: Number.NaN,
+            failures: 0,
+            overlaps: 0,
+          },
         });
         continue;
       }

@@ -55,7 +55,9 @@ export async function runUncontended(
           runs.get(spec.id)!.push(await runCycles(locks.get(spec.id)!, keys, sliceMs, samples.get(spec.id)!, stats));
         }
         await stats.flush();
-        log(`uncontended ${workers}w round ${round + 1}/${rounds}: ${contenders.map((c) => `${c.id} ${Math.round(runs.get(c.id)!.at(-1)!.cyclesPerSec)}`).join(', ')}`);
+        log(
+          `uncontended ${workers}w round ${round + 1}/${rounds}: ${contenders.map((c) => `${c.id} ${Math.round(runs.get(c.id)!.at(-1)!.cyclesPerSec)}`).join(', ')}`,
+        );
       }
     } finally {
       for (const lock of locks.values()) await lock.close();
@@ -64,7 +66,12 @@ export async function runUncontended(
     const bare = summaries.find((x) => x.spec.kind === 'bare')?.s;
     byWorkers.push({
       workers,
-      rows: summaries.map(({ spec, s }) => ({ id: spec.id, label: spec.label, ...s, ratioToBare: bare ? medianRatio(s, bare) : Number.NaN })),
+      rows: summaries.map(({ spec, s }) => ({
+        id: spec.id,
+        label: spec.label,
+        ...s,
+        ratioToBare: bare ? medianRatio(s, bare) : Number.NaN,
+      })),
     });
   }
   return { byWorkers };

@@ -77,7 +77,13 @@ async function acquireMany(engine: LockEngine, locks: number): Promise<LockHandl
 }
 
 /** Holds `locks` locks at `leaseMs` and watches the watchdog for `windowMs`, starting right after a tick. */
-export async function measureWatchdog(url: string, stats: RedisStats, locks: number, leaseMs: number, windowMs: number): Promise<WatchdogMeasurement> {
+export async function measureWatchdog(
+  url: string,
+  stats: RedisStats,
+  locks: number,
+  leaseMs: number,
+  windowMs: number,
+): Promise<WatchdogMeasurement> {
   const client = new Redis(url);
   const calls: ScriptCall[] = [];
   let recording = false;
@@ -86,7 +92,13 @@ export async function measureWatchdog(url: string, stats: RedisStats, locks: num
   client.sendCommand = (command: Command, stream?: never) => {
     const sent = original(command, stream);
     if (recording && (command.name === 'evalsha' || command.name === 'eval')) {
-      const call: ScriptCall = { sentAt: performance.now(), repliedAt: Number.NaN, holds: Number(command.args[1]) / 2, cpuAtSend: cpuNow(), cpuAfter: Number.NaN };
+      const call: ScriptCall = {
+        sentAt: performance.now(),
+        repliedAt: Number.NaN,
+        holds: Number(command.args[1]) / 2,
+        cpuAtSend: cpuNow(),
+        cpuAfter: Number.NaN,
+      };
       calls.push(call);
       const done = () => {
         call.repliedAt = performance.now();
@@ -105,7 +117,10 @@ export async function measureWatchdog(url: string, stats: RedisStats, locks: num
     recording = true;
     const firstWaitMs = leaseMs / 3 + 2_000;
     const t0 = performance.now();
-    while (performance.now() - t0 < firstWaitMs && !(calls.length > 0 && performance.now() - calls[calls.length - 1].sentAt > TICK_GAP_MS)) {
+    while (
+      performance.now() - t0 < firstWaitMs &&
+      !(calls.length > 0 && performance.now() - calls[calls.length - 1].sentAt > TICK_GAP_MS)
+    ) {
       await sleep(20);
     }
     if (calls.length === 0) throw new Error(`no watchdog renewal within ${firstWaitMs} ms at lease ${leaseMs} ms`);
@@ -204,15 +219,24 @@ export interface WatchdogResult {
 }
 
 /** Scenario 5: 10,000 locks held by one process; what the watchdog costs per renewal tick. */
-export async function runWatchdog(config: BenchConfig, url: string, stats: RedisStats, log: Log): Promise<WatchdogResult> {
+export async function runWatchdog(
+  config: BenchConfig,
+  url: string,
+  stats: RedisStats,
+  log: Log,
+): Promise<WatchdogResult> {
   const { locks, shortLeaseMs, shortWindowMs, measureDefaultLease, defaultWindowMs } = config.watchdog;
   const short = await measureWatchdog(url, stats, locks, shortLeaseMs, shortWindowMs);
-  log(`watchdog lease ${shortLeaseMs} ms: ${short.ticks} ticks, ${short.callsPerTick} calls/tick, ${short.nodeCpuPerTickMs.toFixed(1)} ms CPU/tick`);
+  log(
+    `watchdog lease ${shortLeaseMs} ms: ${short.ticks} ticks, ${short.callsPerTick} calls/tick, ${short.nodeCpuPerTickMs.toFixed(1)} ms CPU/tick`,
+  );
   await stats.flush();
   let atDefault: WatchdogMeasurement | undefined;
   if (measureDefaultLease) {
     atDefault = await measureWatchdog(url, stats, locks, DEFAULT_LEASE_MS, defaultWindowMs);
-    log(`watchdog lease ${DEFAULT_LEASE_MS} ms: ${atDefault.ticks} ticks, renewals ${atDefault.renewalCpuPct.toFixed(2)} % of a core`);
+    log(
+      `watchdog lease ${DEFAULT_LEASE_MS} ms: ${atDefault.ticks} ticks, renewals ${atDefault.renewalCpuPct.toFixed(2)} % of a core`,
+    );
     await stats.flush();
   }
   // Renewals per second scale with 1 / lease (each hold is renewed every lease / 3), whatever the tick grouping.

@@ -37,7 +37,8 @@ export function describeMachine(m: MachineInfo): string {
 /** The commit the library was built from, with "+ uncommitted changes in lib/" when lib/ differs from it. */
 export function libraryRevision(root: string): string {
   try {
-    const git = (...args: string[]) => execFileSync('git', args, { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const git = (...args: string[]) =>
+      execFileSync('git', args, { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
     const head = git('rev-parse', '--short', 'HEAD');
     const dirty = git('status', '--porcelain', '--', 'lib') !== '';
     return dirty ? `${head} + uncommitted changes in lib/` : head;

@@ -1,7 +1,19 @@
 import { Redis } from 'ioredis';
 
 /** Connection housekeeping and the bench's own measuring commands: never counted as lock work. */
-const HOUSEKEEPING = new Set(['echo', 'info', 'config', 'monitor', 'client', 'hello', 'select', 'command', 'ping', 'script', 'flushall']);
+const HOUSEKEEPING = new Set([
+  'echo',
+  'info',
+  'config',
+  'monitor',
+  'client',
+  'hello',
+  'select',
+  'command',
+  'ping',
+  'script',
+  'flushall',
+]);
 
 /** Calls per command (lower-case, subcommands folded into their command). */
 export type CommandCounts = Record<string, number>;

@@ -6,7 +6,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Cluster } from 'ioredis';
 import type { LockEngineOptions } from '../../lib/index.js';
-import { HOST, NodeProcess, closeClient, command, freePorts, poll, serverArgs, startClusterNodes, which } from '../../test/support/redis-nodes.js';
+import {
+  HOST,
+  NodeProcess,
+  closeClient,
+  command,
+  freePorts,
+  poll,
+  serverArgs,
+  startClusterNodes,
+  which,
+} from '../../test/support/redis-nodes.js';
 import type { NodeAddress } from '../../test/support/redis-nodes.js';
 
 export type TopologyId = 'single' | 'single-wait' | 'cluster' | 'quorum';
@@ -133,7 +143,10 @@ async function startSingleWait(nodes: Nodes): Promise<BenchTopology> {
     label: TOPOLOGY_LABELS['single-wait'],
     settings: 'a master with one replica; waitForReplicas { replicas: 1 } (WAIT 1, timeout 1000 ms)',
     nodes: [master, replica],
-    connect: () => ({ options: { redis: url(master), waitForReplicas: { replicas: 1 } }, close: async () => undefined }),
+    connect: () => ({
+      options: { redis: url(master), waitForReplicas: { replicas: 1 } },
+      close: async () => undefined,
+    }),
     dispose: () => nodes.dispose(),
   };
 }
@@ -156,7 +169,11 @@ async function startCluster(nodes: Nodes): Promise<BenchTopology> {
 
 /** `quorum`: 3 independent redis-servers, `redis: [a, b, c]`. */
 async function startQuorum(nodes: Nodes): Promise<BenchTopology> {
-  const list = [await nodes.server('quorum node'), await nodes.server('quorum node'), await nodes.server('quorum node')];
+  const list = [
+    await nodes.server('quorum node'),
+    await nodes.server('quorum node'),
+    await nodes.server('quorum node'),
+  ];
   return {
     id: 'quorum',
     label: TOPOLOGY_LABELS['quorum'],

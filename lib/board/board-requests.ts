@@ -1,6 +1,9 @@
 import type { LockBoardForceRelease } from './lock-board-options.js';
 
-/** The header every action of the board must carry (a cross-site form cannot send it; a cross-origin script must ask first). */
+/**
+ * The header every action of the board must carry (a cross-site form cannot send it; a cross-origin script must ask
+ * first).
+ */
 export const BOARD_ACTION_HEADER = 'x-lock-board';
 /** Its value. */
 export const BOARD_ACTION_VALUE = 'force-release';
@@ -32,7 +35,8 @@ export function crossSiteRefusal(req: BoardRequest): string | undefined {
     return `missing header ${BOARD_ACTION_HEADER}: ${BOARD_ACTION_VALUE} (actions are sent by the board's page, or by scripts that set it)`;
   }
   const site = header(req, 'sec-fetch-site');
-  if (site !== undefined) return site === 'same-origin' ? undefined : `cross-site request refused (Sec-Fetch-Site: ${site})`;
+  if (site !== undefined)
+    return site === 'same-origin' ? undefined : `cross-site request refused (Sec-Fetch-Site: ${site})`;
   const origin = header(req, 'origin');
   if (origin === undefined) return undefined;
   let originHost: string;
@@ -41,7 +45,9 @@ export function crossSiteRefusal(req: BoardRequest): string | undefined {
   } catch {
     return `cross-site request refused (Origin: ${origin})`;
   }
-  const hosts = [header(req, 'host'), ...(header(req, 'x-forwarded-host') ?? '').split(',')].map((h) => h?.trim()).filter(Boolean);
+  const hosts = [header(req, 'host'), ...(header(req, 'x-forwarded-host') ?? '').split(',')]
+    .map((h) => h?.trim())
+    .filter(Boolean);
   return hosts.includes(originHost) ? undefined : `cross-site request refused (Origin ${origin} is not this host)`;
 }
 

@@ -11,7 +11,10 @@ export interface LockBoardForceRelease {
   readonly key: string;
   /** Whether it was held (and so freed). */
   readonly held: boolean;
-  /** The request: method and URL as the application saw them, client address, user agent, and `request.user` when a guard set it. */
+  /**
+   * The request: method and URL as the application saw them, client address, user agent, and `request.user` when a
+   * guard set it.
+   */
   readonly request: {
     readonly method: string;
     readonly url: string;
@@ -29,13 +32,19 @@ export interface LockBoardSettingsOptions {
    * check, logged, reported to `onForceRelease`). Default `false`: the board is read-only.
    */
   readonly allowForceRelease?: boolean;
-  /** How often the page refreshes, and how long one snapshot is shared by every viewer, in milliseconds. Default `1_000`. */
+  /**
+   * How often the page refreshes, and how long one snapshot is shared by every viewer, in milliseconds. Default
+   * `1_000`.
+   */
   readonly refreshMs?: number;
   /** The most held keys read per snapshot; the others are counted ("N more, narrow the filter"). Default `500`. */
   readonly maxKeys?: number;
   /** `COUNT` of each SCAN call (keyspace slots Redis visits per call). Default `1_000`. */
   readonly scanCount?: number;
-  /** Time budget of one scan over every master, in milliseconds; past it the snapshot is marked incomplete. Default `1_000`. */
+  /**
+   * Time budget of one scan over every master, in milliseconds; past it the snapshot is marked incomplete. Default
+   * `1_000`.
+   */
   readonly scanBudgetMs?: number;
   /** Recent events of this process kept for the page. Default `50`. */
   readonly recentEvents?: number;
@@ -108,7 +117,11 @@ export function resolveBoardPath(path: unknown = DEFAULT_LOCK_BOARD_SETTINGS.pat
 export function resolveBoardSettings(options: LockBoardSettingsOptions = {}): LockBoardSettings {
   const d = DEFAULT_LOCK_BOARD_SETTINGS;
   const allowForceRelease = options.allowForceRelease ?? d.allowForceRelease;
-  if (typeof allowForceRelease !== 'boolean') throw new LockConfigError(`invalid allowForceRelease: ${String(allowForceRelease)}; expected true or false`, 'allowForceRelease');
+  if (typeof allowForceRelease !== 'boolean')
+    throw new LockConfigError(
+      `invalid allowForceRelease: ${String(allowForceRelease)}; expected true or false`,
+      'allowForceRelease',
+    );
   const count = (name: string, value: unknown, min: number, max: number): number => {
     if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
       throw new LockConfigError(`invalid ${name}: ${String(value)}; expected an integer from ${min} to ${max}`, name);

@@ -44,7 +44,8 @@ export function lockBoardController(path: string, guards: readonly LockBoardGuar
 
     @Get('index.html')
     page(@Res() res: unknown): void {
-      if ((res as AnyResponse).getHeader?.('content-security-policy') === undefined) this.header(res, 'Content-Security-Policy', BOARD_CSP);
+      if ((res as AnyResponse).getHeader?.('content-security-policy') === undefined)
+        this.header(res, 'Content-Security-Policy', BOARD_CSP);
       this.send(res, 200, 'text/html; charset=utf-8', BOARD_HTML);
     }
 
@@ -58,7 +59,10 @@ export function lockBoardController(path: string, guards: readonly LockBoardGuar
       this.send(res, 200, 'text/css; charset=utf-8', BOARD_CSS);
     }
 
-    /** What the page shows: the shared snapshot, this instance's recent events and the board's settings. 503 when Redis cannot be read. */
+    /**
+     * What the page shows: the shared snapshot, this instance's recent events and the board's settings. 503 when Redis
+     * cannot be read.
+     */
     @Get('api/view')
     async view(@Query('filter') filter: unknown, @Res() res: unknown): Promise<void> {
       let view;
@@ -90,7 +94,8 @@ export function lockBoardController(path: string, guards: readonly LockBoardGuar
     /** One key, read now: `{ entry }` (`null` when not held). */
     @Get('api/detail')
     async detail(@Query('kind') kind: unknown, @Query('key') key: unknown, @Res() res: unknown): Promise<void> {
-      if (typeof key !== 'string' || key === '') return this.json(res, 400, { error: 'query parameter key is required' });
+      if (typeof key !== 'string' || key === '')
+        return this.json(res, 400, { error: 'query parameter key is required' });
       try {
         this.json(res, 200, { entry: await this.board.detail(text(kind) || 'lock', key) });
       } catch (err) {
@@ -105,7 +110,12 @@ export function lockBoardController(path: string, guards: readonly LockBoardGuar
       if (refusal) return this.json(res, 403, { error: refusal });
       const b = (body && typeof body === 'object' ? body : {}) as Record<string, unknown>;
       try {
-        const outcome = await this.board.forceRelease(text(b.kind) || 'lock', b.key, typeof b.scope === 'string' ? b.scope : undefined, describeRequest(req));
+        const outcome = await this.board.forceRelease(
+          text(b.kind) || 'lock',
+          b.key,
+          typeof b.scope === 'string' ? b.scope : undefined,
+          describeRequest(req),
+        );
         if (outcome.ok) this.json(res, 200, { released: outcome.held });
         else this.json(res, outcome.status, { error: outcome.message });
       } catch (err) {
@@ -113,9 +123,14 @@ export function lockBoardController(path: string, guards: readonly LockBoardGuar
       }
     }
 
-    /** A snapshot that failed outright (not a failure the snapshot reports itself): 503 with the reason, never a bare 500. */
+    /**
+     * A snapshot that failed outright (not a failure the snapshot reports itself): 503 with the reason, never a bare
+     * 500.
+     */
     private unreadable(res: unknown, err: unknown): void {
-      this.json(res, 503, { error: `the lock board cannot read Redis: ${err instanceof Error ? err.message : String(err)}` });
+      this.json(res, 503, {
+        error: `the lock board cannot read Redis: ${err instanceof Error ? err.message : String(err)}`,
+      });
     }
 
     private header(res: unknown, name: string, value: string): void {

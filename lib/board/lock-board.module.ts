@@ -2,7 +2,11 @@ import { Module } from '@nestjs/common';
 import type { DynamicModule, Provider } from '@nestjs/common';
 import { lockBoardController } from './lock-board.controller.js';
 import { resolveBoardPath, resolveBoardSettings } from './lock-board-options.js';
-import type { LockBoardModuleAsyncOptions, LockBoardModuleOptions, LockBoardRouteOptions } from './lock-board-options.js';
+import type {
+  LockBoardModuleAsyncOptions,
+  LockBoardModuleOptions,
+  LockBoardRouteOptions,
+} from './lock-board-options.js';
 import { LOCK_BOARD_SETTINGS, LockBoardService } from './lock-board.service.js';
 
 /**

@@ -27,7 +27,9 @@ export interface BoardView {
 }
 
 /** The outcome of a force release asked by a request. */
-export type ForceReleaseOutcome = { readonly ok: true; readonly held: boolean } | { readonly ok: false; readonly status: 400 | 403; readonly message: string };
+export type ForceReleaseOutcome =
+  | { readonly ok: true; readonly held: boolean }
+  | { readonly ok: false; readonly status: 400 | 403; readonly message: string };
 
 /**
  * One board's state: the shared snapshots, the recent events of this process, and force release. Reads the lock
@@ -52,7 +54,10 @@ export class LockBoardService implements OnModuleInit, OnModuleDestroy {
     try {
       locks = this.moduleRef.get(LockService, { strict: false });
     } catch {
-      throw new LockConfigError('LockBoardModule needs RedisLockModule: import RedisLockModule.forRoot(...) (or forRootAsync) in the application', 'RedisLockModule');
+      throw new LockConfigError(
+        'LockBoardModule needs RedisLockModule: import RedisLockModule.forRoot(...) (or forRootAsync) in the application',
+        'RedisLockModule',
+      );
     }
     const engine = locks.engine;
     this.engine = engine;
@@ -106,12 +111,26 @@ export class LockBoardService implements OnModuleInit, OnModuleDestroy {
   }
 
   /** Frees `key` when force release is allowed; logs it, records it and reports it to `onForceRelease`. */
-  async forceRelease(kindName: string, key: unknown, scope: string | undefined, request: LockBoardForceRelease['request']): Promise<ForceReleaseOutcome> {
+  async forceRelease(
+    kindName: string,
+    key: unknown,
+    scope: string | undefined,
+    request: LockBoardForceRelease['request'],
+  ): Promise<ForceReleaseOutcome> {
     if (!this.settings.allowForceRelease) {
-      return { ok: false, status: 403, message: 'force release is off: set allowForceRelease: true in LockBoardModule.forRoot to allow it' };
+      return {
+        ok: false,
+        status: 403,
+        message: 'force release is off: set allowForceRelease: true in LockBoardModule.forRoot to allow it',
+      };
     }
     const kind = BOARD_KINDS.find((k) => k.name === kindName);
-    if (!kind) return { ok: false, status: 400, message: `unknown kind ${JSON.stringify(kindName)}; expected one of ${BOARD_KINDS.map((k) => k.name).join(', ')}` };
+    if (!kind)
+      return {
+        ok: false,
+        status: 400,
+        message: `unknown kind ${JSON.stringify(kindName)}; expected one of ${BOARD_KINDS.map((k) => k.name).join(', ')}`,
+      };
     try {
       validateLockKey(key);
     } catch (err) {
@@ -120,16 +139,27 @@ export class LockBoardService implements OnModuleInit, OnModuleDestroy {
     const { engine, snapshots } = this.ready();
     const held = await kind.forceRelease(key as string, engine, scope);
     snapshots.invalidate();
-    const who = [request.user && `user ${request.user}`, `from ${request.ip || 'unknown address'}`].filter(Boolean).join(' ');
+    const who = [request.user && `user ${request.user}`, `from ${request.ip || 'unknown address'}`]
+      .filter(Boolean)
+      .join(' ');
     this.logger.warn(
       `force release of ${kind.name} ${JSON.stringify(key)} (${held ? 'it was held: holders lose it at their next renewal' : 'it was not held'}) by ${request.method} ${request.url} ${who}, user agent ${JSON.stringify(request.userAgent)}`,
     );
-    this.events.add({ type: 'force-released', key: key as string, mode: kind.name, owner: request.user || request.ip, at: new Date().toISOString(), detail: held ? 'freed' : 'was not held' });
+    this.events.add({
+      type: 'force-released',
+      key: key as string,
+      mode: kind.name,
+      owner: request.user || request.ip,
+      at: new Date().toISOString(),
+      detail: held ? 'freed' : 'was not held',
+    });
     const hook = this.settings.onForceRelease;
     if (hook) {
       Promise.resolve()
         .then(() => hook({ kind: kind.name, key: key as string, held, request, at: new Date() }))
-        .catch((err: unknown) => this.logger.error(`onForceRelease threw: ${err instanceof Error ? err.message : String(err)}`));
+        .catch((err: unknown) =>
+          this.logger.error(`onForceRelease threw: ${err instanceof Error ? err.message : String(err)}`),
+        );
     }
     return { ok: true, held };
   }

@@ -104,12 +104,17 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv): CliOp
   if (!['list', 'inspect', 'watch', 'release'].includes(command)) throw new UsageError(`unknown command "${command}"`);
   if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}"`);
   if ((command === 'inspect' || command === 'release') && !target) throw new UsageError(`${command} needs a key`);
-  if (command === 'release' && !v.force) throw new UsageError('release frees the lock whoever holds it: add --force to say you mean it');
+  if (command === 'release' && !v.force)
+    throw new UsageError('release frees the lock whoever holds it: add --force to say you mean it');
   if (v.cluster && v.quorum) throw new UsageError('--cluster and --quorum exclude each other');
   const urls = v.url ?? [env.REDIS_URL || CLI_DEFAULTS.url];
-  for (const url of urls) if (!/^rediss?:\/\/[^/]/.test(url)) throw new UsageError(`--url ${JSON.stringify(url)} is not a redis:// or rediss:// URL`);
-  if (urls.length > 1 && !v.cluster && !v.quorum) throw new UsageError('several --url: add --cluster (nodes of one Redis Cluster) or --quorum (independent masters)');
-  if (v.quorum && (urls.length < 3 || urls.length % 2 === 0)) throw new UsageError('--quorum needs an odd number of 3 or more --url');
+  for (const url of urls)
+    if (!/^rediss?:\/\/[^/]/.test(url))
+      throw new UsageError(`--url ${JSON.stringify(url)} is not a redis:// or rediss:// URL`);
+  if (urls.length > 1 && !v.cluster && !v.quorum)
+    throw new UsageError('several --url: add --cluster (nodes of one Redis Cluster) or --quorum (independent masters)');
+  if (v.quorum && (urls.length < 3 || urls.length % 2 === 0))
+    throw new UsageError('--quorum needs an odd number of 3 or more --url');
   return {
     ...base,
     command: command as CliCommand,
@@ -143,6 +148,7 @@ function defaults(env: NodeJS.ProcessEnv): Omit<CliOptions, 'command' | 'target'
 function count(option: string, raw: string | undefined, fallback: number, min: number): number {
   if (raw === undefined) return fallback;
   const n = Number(raw);
-  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n < min) throw new UsageError(`${option} ${JSON.stringify(raw)}: expected a whole number from ${min}`);
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n < min)
+    throw new UsageError(`${option} ${JSON.stringify(raw)}: expected a whole number from ${min}`);
   return n;
 }

@@ -82,11 +82,17 @@ async function release(options: CliOptions, session: CliSession, io: CliIo): Pro
     if (!io.interactive) throw new UsageError('release asks for confirmation, but this is not a terminal: add --yes');
     const entry = await session.snapshots.detail('lock', key);
     if (!entry) {
-      io.out(options.json ? JSON.stringify({ key, released: false }) : `${printable(key)}: not held, nothing to release`);
+      io.out(
+        options.json ? JSON.stringify({ key, released: false }) : `${printable(key)}: not held, nothing to release`,
+      );
       return 0;
     }
-    const holders = entry.holders.map((h) => `${h.mode} by ${printable(h.owner)} on ${printable(h.host)} pid ${h.pid} for ${duration(h.heldMs)}`).join('; ');
-    const answer = await ask(`Force release ${entry.kind} "${printable(key)}" (${holders})? Its holders lose it at their next renewal. Type yes to confirm: `);
+    const holders = entry.holders
+      .map((h) => `${h.mode} by ${printable(h.owner)} on ${printable(h.host)} pid ${h.pid} for ${duration(h.heldMs)}`)
+      .join('; ');
+    const answer = await ask(
+      `Force release ${entry.kind} "${printable(key)}" (${holders})? Its holders lose it at their next renewal. Type yes to confirm: `,
+    );
     if (answer.trim().toLowerCase() !== 'yes') {
       io.err('cancelled: nothing released');
       return 1;
@@ -94,7 +100,13 @@ async function release(options: CliOptions, session: CliSession, io: CliIo): Pro
   }
   // A lock, or every permit of a semaphore.
   const released = await LOCK_KIND.forceRelease(key, session.engine);
-  io.out(options.json ? JSON.stringify({ key, released }) : released ? `released "${printable(key)}"` : `${printable(key)}: was not held, nothing released`);
+  io.out(
+    options.json
+      ? JSON.stringify({ key, released })
+      : released
+        ? `released "${printable(key)}"`
+        : `${printable(key)}: was not held, nothing released`,
+  );
   return 0;
 }
 

@@ -23,7 +23,9 @@ export class CliError extends Error {
   override readonly name = 'CliError';
 }
 
-/** ioredis options for `url` (credentials, TLS with `rediss://` or `--tls-ca`, database), tuned for a short-lived tool. */
+/**
+ * ioredis options for `url` (credentials, TLS with `rediss://` or `--tls-ca`, database), tuned for a short-lived tool.
+ */
 export function optionsFromUrl(url: string, tlsCa: string | undefined, timeoutMs: number): RedisOptions {
   let u: URL;
   try {
@@ -32,9 +34,13 @@ export function optionsFromUrl(url: string, tlsCa: string | undefined, timeoutMs
     throw new UsageError(`--url ${JSON.stringify(redact(url))} is not a valid URL`);
   }
   const db = u.pathname.length > 1 ? Number(u.pathname.slice(1)) : 0;
-  if (!Number.isInteger(db) || db < 0) throw new UsageError(`--url ${JSON.stringify(redact(url))}: the database must be a number`);
+  if (!Number.isInteger(db) || db < 0)
+    throw new UsageError(`--url ${JSON.stringify(redact(url))}: the database must be a number`);
   const host = u.hostname.replace(/^\[|\]$/g, '');
-  const tls = u.protocol === 'rediss:' || tlsCa !== undefined ? { ...(tlsCa ? { ca: readCa(tlsCa) } : {}), ...(isIP(host) ? {} : { servername: host }) } : undefined;
+  const tls =
+    u.protocol === 'rediss:' || tlsCa !== undefined
+      ? { ...(tlsCa ? { ca: readCa(tlsCa) } : {}), ...(isIP(host) ? {} : { servername: host }) }
+      : undefined;
   return {
     host,
     port: u.port ? Number(u.port) : 6379,
@@ -71,7 +77,14 @@ export async function openSession(options: CliOptions): Promise<CliSession> {
   let client: Redis | Cluster | undefined;
   let engine: LockEngine;
   if (options.topology === 'quorum') {
-    engine = new LockEngine({ redis: nodes, keyPrefix: options.keyPrefix, commandTimeoutMs: options.timeoutMs, holdWarningMs: 0, waitWarningMs: 0, logger: quiet });
+    engine = new LockEngine({
+      redis: nodes,
+      keyPrefix: options.keyPrefix,
+      commandTimeoutMs: options.timeoutMs,
+      holdWarningMs: 0,
+      waitWarningMs: 0,
+      logger: quiet,
+    });
     const ping = await engine.ping(options.timeoutMs);
     if (!ping.command) {
       await engine.close();
@@ -80,11 +93,21 @@ export async function openSession(options: CliOptions): Promise<CliSession> {
   } else {
     client = await connect(nodes, options.topology === 'cluster', options.timeoutMs, where);
     // A node of a Redis Cluster given without --cluster: its INFO says so, and every master is then scanned.
-    if (!(client instanceof Cluster) && /^cluster_enabled:1\s*$/m.test(await bounded(client.info('cluster'), options.timeoutMs, 'INFO').catch(() => ''))) {
+    if (
+      !(client instanceof Cluster) &&
+      /^cluster_enabled:1\s*$/m.test(await bounded(client.info('cluster'), options.timeoutMs, 'INFO').catch(() => ''))
+    ) {
       client.disconnect();
       client = await connect(nodes, true, options.timeoutMs, where);
     }
-    engine = new LockEngine({ redis: client, keyPrefix: options.keyPrefix, commandTimeoutMs: options.timeoutMs, holdWarningMs: 0, waitWarningMs: 0, logger: quiet });
+    engine = new LockEngine({
+      redis: client,
+      keyPrefix: options.keyPrefix,
+      commandTimeoutMs: options.timeoutMs,
+      holdWarningMs: 0,
+      waitWarningMs: 0,
+      logger: quiet,
+    });
   }
   const snapshots = new BoardSnapshots(engine, {
     // Each listing of the tool is its own snapshot (watch asks once per interval).
@@ -111,7 +134,12 @@ export async function openSession(options: CliOptions): Promise<CliSession> {
 }
 
 /** A connected client (a Cluster client when `cluster`), or a `CliError` naming what the connection said. */
-async function connect(nodes: readonly RedisOptions[], cluster: boolean, timeoutMs: number, where: string): Promise<Redis | Cluster> {
+async function connect(
+  nodes: readonly RedisOptions[],
+  cluster: boolean,
+  timeoutMs: number,
+  where: string,
+): Promise<Redis | Cluster> {
   const [first] = nodes;
   const { host: _host, port: _port, retryStrategy: _retry, lazyConnect: _lazy, ...shared } = first;
   const client = cluster

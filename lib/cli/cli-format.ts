@@ -23,7 +23,10 @@ export function duration(ms: number | null): string {
 
 function holderCell(entry: BoardEntry): string {
   return entry.holders
-    .map((h) => `${h.mode === 'read' ? 'r' : 'w'} ${h.owner}@${h.host}:${h.pid}${h.app ? ` (${h.app})` : ''}${h.finished ? ' finished' : h.holdCount > 1 ? ` x${h.holdCount}` : ''}`)
+    .map(
+      (h) =>
+        `${h.mode === 'read' ? 'r' : 'w'} ${h.owner}@${h.host}:${h.pid}${h.app ? ` (${h.app})` : ''}${h.finished ? ' finished' : h.holdCount > 1 ? ` x${h.holdCount}` : ''}`,
+    )
     .join('; ');
 }
 
@@ -42,7 +45,11 @@ function waitingCell(entry: BoardEntry): string {
 /** Columns padded to the widest cell; the last column is not padded. */
 export function table(head: readonly string[], rows: readonly (readonly string[])[]): string {
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const line = (cells: readonly string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]))).join('  ').trimEnd();
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i])))
+      .join('  ')
+      .trimEnd();
   return [line(head), ...rows.map(line)].join('\n');
 }
 
@@ -64,11 +71,13 @@ export function formatSnapshot(snapshot: BoardSnapshot): string {
     printable(holderCell(e)),
   ]);
   const where = `${printable(snapshot.keyPrefix)}${snapshot.filter ? `{${printable(snapshot.filter)}…` : ''}`;
-  if (rows.length > 0) out.push(table(['KIND', 'KEY', 'MODE', 'HELD', 'LEASE', 'FENCE', 'WAITING', 'ALARM', 'HOLDERS'], rows));
+  if (rows.length > 0)
+    out.push(table(['KIND', 'KEY', 'MODE', 'HELD', 'LEASE', 'FENCE', 'WAITING', 'ALARM', 'HOLDERS'], rows));
   const flagged = snapshot.entries.filter((e) => e.alarms.heldTooLong || e.alarms.waitedTooLong).length;
   const summary = [`${snapshot.entries.length} held under ${where}`];
   if (flagged) summary.push(`${flagged} flagged by the deadlock alarm`);
-  if (snapshot.more > 0) summary.push(`${snapshot.cut ? 'at least ' : ''}${snapshot.more} more, narrow the prefix (or raise --max-keys)`);
+  if (snapshot.more > 0)
+    summary.push(`${snapshot.cut ? 'at least ' : ''}${snapshot.more} more, narrow the prefix (or raise --max-keys)`);
   if (snapshot.cut === 'max-keys') summary.push('the scan stopped there: the locks shown are the first it met');
   if (snapshot.cut === 'time-budget') summary.push('the scan stopped at its time budget: some keys may be missing');
   for (const f of snapshot.failures) summary.push(`master ${f.master} could not be scanned: ${printable(f.error)}`);
@@ -77,7 +86,11 @@ export function formatSnapshot(snapshot: BoardSnapshot): string {
 }
 
 /** The `inspect` view of one lock. */
-export function formatEntry(entry: BoardEntry | null, key: string, snapshot: Pick<BoardSnapshot, 'holdWarningMs' | 'waitWarningMs'>): string {
+export function formatEntry(
+  entry: BoardEntry | null,
+  key: string,
+  snapshot: Pick<BoardSnapshot, 'holdWarningMs' | 'waitWarningMs'>,
+): string {
   if (!entry) return `${printable(key)}: not held`;
   const lines = [
     `${entry.kind} ${printable(entry.key)}: ${entry.mode}, fencing token ${entry.fencingToken}`,

@@ -77,10 +77,14 @@ describe('compileKeySpec: rendering', () => {
 describe('compileKeySpec: function specs', () => {
   it('passes the arguments and wraps a single key in an array', () => {
     const seen: unknown[][] = [];
-    const resolve = compileKeySpec((...args: unknown[]) => {
-      seen.push(args);
-      return `user:${String(args[1])}`;
-    }, PARAMS, METHOD);
+    const resolve = compileKeySpec(
+      (...args: unknown[]) => {
+        seen.push(args);
+        return `user:${String(args[1])}`;
+      },
+      PARAMS,
+      METHOD,
+    );
     expect(resolve(['a', 'b', 'c'])).toEqual(['user:b']);
     expect(seen).toEqual([['a', 'b', 'c']]);
   });
@@ -197,7 +201,9 @@ describe('compileKeySpec: errors at call time', () => {
     const resolve = compileKeySpec('article:<id>', PARAMS, METHOD);
     const err = thrown(() => resolve([value]));
     expect(err).toBeInstanceOf(LockKeyError);
-    expect((err as LockKeyError).message).toMatch(new RegExp(`^cannot build lock key "article:<id>" on ${METHOD}: <id> is `));
+    expect((err as LockKeyError).message).toMatch(
+      new RegExp(`^cannot build lock key "article:<id>" on ${METHOD}: <id> is `),
+    );
     expect((err as LockKeyError).message).toContain(detail);
     expect((err as LockKeyError).value).toBe(value);
   });

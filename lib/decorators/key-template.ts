@@ -10,7 +10,6 @@ import { validateLockKey } from '../redis/key-layout.js';
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type LockKeySpec = string | readonly string[] | ((...args: any[]) => string | readonly string[]);
 
-
 const PLACEHOLDER = /<([^<>]*)>/g;
 
 interface Part {
@@ -21,7 +20,8 @@ interface Part {
 }
 
 /**
- * @internal Compiles `spec` for `method` (e.g. `ArticlesController.update`) whose parameters are `params`. Unknown names
+ * @internal Compiles `spec` for `method` (e.g. `ArticlesController.update`) whose parameters are `params`. Unknown
+ * names
  * throw `LockConfigError` now, at start-up, naming the method and listing its parameters.
  */
 export function compileKeySpec(spec: LockKeySpec, params: readonly (string | null)[], method: string): KeyResolver {
@@ -29,7 +29,8 @@ export function compileKeySpec(spec: LockKeySpec, params: readonly (string | nul
     return (args) => {
       const out: unknown = spec(...args);
       const list: readonly unknown[] = Array.isArray(out) ? (out as unknown[]) : [out];
-      if (list.length === 0) throw new LockKeyError(`the key function on ${method} returned no key (an empty array)`, out);
+      if (list.length === 0)
+        throw new LockKeyError(`the key function on ${method} returned no key (an empty array)`, out);
       return list.map((k) => checked(k, method, 'the key function'));
     };
   }
@@ -45,7 +46,11 @@ export function compileKeySpec(spec: LockKeySpec, params: readonly (string | nul
   return (args) => compiled.map((render) => render(args));
 }
 
-function compileTemplate(template: string, params: readonly (string | null)[], method: string): (args: readonly unknown[]) => string {
+function compileTemplate(
+  template: string,
+  params: readonly (string | null)[],
+  method: string,
+): (args: readonly unknown[]) => string {
   const parts: Part[] = [];
   let last = 0;
   for (const m of template.matchAll(PLACEHOLDER)) {
@@ -112,14 +117,17 @@ function render(value: unknown, template: string, placeholder: string, method: s
     return String(value);
   }
   if (typeof value === 'bigint' || typeof value === 'boolean') return String(value);
-  throw bad(`${Array.isArray(value) ? 'an array' : `of type ${typeof value}`}; use a property path such as <${placeholder}.id>`);
+  throw bad(
+    `${Array.isArray(value) ? 'an array' : `of type ${typeof value}`}; use a property path such as <${placeholder}.id>`,
+  );
 }
 
 function checked(key: unknown, method: string, origin: string): string {
   try {
     return validateLockKey(key);
   } catch (err) {
-    if (err instanceof LockKeyError) throw new LockKeyError(`${err.message} (from ${origin} on ${method})`, err.value, err.key);
+    if (err instanceof LockKeyError)
+      throw new LockKeyError(`${err.message} (from ${origin} on ${method})`, err.value, err.key);
     throw err;
   }
 }

@@ -23,17 +23,24 @@ type AnyMethod = (...args: unknown[]) => unknown;
 export function createLockDecorator(mode: LockMode) {
   return (key: LockKeySpec, options: LockedOptions = {}): MethodDecorator =>
     (target, propertyKey, descriptor) =>
-      wrapLockedMethod(mode === 'write' ? 'WriteLocked' : 'ReadLocked', target, propertyKey, descriptor, (method, names) => ({
-        method,
-        mode,
-        options: { ...options, mode },
-        resolveKeys: compileKeySpec(key, names, method),
-        returnsObservable: Reflect.getMetadata('design:returntype', target, propertyKey) === Observable,
-      }));
+      wrapLockedMethod(
+        mode === 'write' ? 'WriteLocked' : 'ReadLocked',
+        target,
+        propertyKey,
+        descriptor,
+        (method, names) => ({
+          method,
+          mode,
+          options: { ...options, mode },
+          resolveKeys: compileKeySpec(key, names, method),
+          returnsObservable: Reflect.getMetadata('design:returntype', target, propertyKey) === Observable,
+        }),
+      );
 }
 
 /**
- * @internal Wraps a decorated method (so it never runs unlocked, whoever calls it), keeps every metadata key, `name` and
+ * @internal Wraps a decorated method (so it never runs unlocked, whoever calls it), keeps every metadata key, `name`
+ * and
  * `length`, records its `LockedMethodSpec` and registers the lock interceptor. Shared by the lock decorators and
  * `@Semaphore`.
  */
@@ -50,7 +57,10 @@ export function wrapLockedMethod(
     throw new LockConfigError(`@${decorator} on ${method}: not a method`, 'key');
   }
   if (Reflect.getMetadata(LOCKED_METADATA, original)) {
-    throw new LockConfigError(`${method} has two lock or semaphore decorators; use one (a lock decorator takes an array of keys)`, 'key');
+    throw new LockConfigError(
+      `${method} has two lock or semaphore decorators; use one (a lock decorator takes an array of keys)`,
+      'key',
+    );
   }
   const spec = makeSpec(method, parameterNames(original as AnyMethod));
   const fn = original as AnyMethod;

@@ -110,16 +110,24 @@ describe('parameterNames of class methods (compiled by SWC)', () => {
 
 describe('parameterNames of functions and arrows', () => {
   it.each<[string, AnyFn, (string | null)[]]>([
-    ['a function expression', function (a: number, b: number) {
-      return a + b;
-    }, ['a', 'b']],
+    [
+      'a function expression',
+      function (a: number, b: number) {
+        return a + b;
+      },
+      ['a', 'b'],
+    ],
     ['an arrow function', (a: number, b: number) => a + b, ['a', 'b']],
     ['an async arrow function', async (a: number, b: number) => a + b, ['a', 'b']],
     ['an arrow with a rest parameter', (...all: number[]) => all, ['all']],
     ['an arrow with destructuring', ({ a }: { a: number }, b: number) => a + b, [null, 'b']],
     // SWC drops a trailing comma, so this one is built at run time.
     ['a trailing comma', new Function('a, b,', 'return a + b') as AnyFn, ['a', 'b']],
-    ['a line comment holding a comma and a parenthesis', new Function('a, // b, (c\n d', 'return a + d') as AnyFn, ['a', 'd']],
+    [
+      'a line comment holding a comma and a parenthesis',
+      new Function('a, // b, (c\n d', 'return a + d') as AnyFn,
+      ['a', 'd'],
+    ],
   ])('%s', (_name, fn, expected) => {
     expect(parameterNames(fn)).toEqual(expected);
   });
@@ -219,7 +227,7 @@ describe('parameterNames with literals in defaults', () => {
     ['a nested template holding )', p.nestedTemplate, ['t', 'id']],
     ['a block comment holding a comma', new Function('a /* x, y */, b', 'return a + b') as AnyFn, ['a', 'b']],
     ['an arrow function without parentheses', ((id: string) => id) as AnyFn, ['id']],
-    ['an async arrow function without parentheses', (new Function('return async id => id')() as AnyFn), ['id']],
+    ['an async arrow function without parentheses', new Function('return async id => id')() as AnyFn, ['id']],
   ])('%s', (_name, fn, expected) => {
     expect(parameterNames(fn)).toEqual(expected);
   });

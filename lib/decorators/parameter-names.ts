@@ -1,7 +1,29 @@
 const IDENTIFIER = /^\s*(?:\.\.\.)?\s*([A-Za-z_$][\w$]*)\s*(?:=[\s\S]*)?$/;
 const BARE_ARROW = /^\s*(?:async\s+)?([A-Za-z_$][\w$]*)\s*=>/;
 /** After these characters a `/` starts a regular expression, not a division. */
-const BEFORE_REGEX = new Set(['', '(', ',', '=', ':', '[', '!', '&', '|', '?', '{', '}', ';', '+', '-', '*', '%', '<', '>', '~', '^']);
+const BEFORE_REGEX = new Set([
+  '',
+  '(',
+  ',',
+  '=',
+  ':',
+  '[',
+  '!',
+  '&',
+  '|',
+  '?',
+  '{',
+  '}',
+  ';',
+  '+',
+  '-',
+  '*',
+  '%',
+  '<',
+  '>',
+  '~',
+  '^',
+]);
 
 /**
  * Parameter names of a function, read from its source (compiled TypeScript keeps them). A destructured or

@@ -1,7 +1,10 @@
 import type { LockMode } from '../types/lock.types.js';
 import { LockError } from './lock.error.js';
 
-/** The lock (or a permit of a semaphore) could not be acquired within `waitTimeoutMs`. Mapped to HTTP 409 on controllers. */
+/**
+ * The lock (or a permit of a semaphore) could not be acquired within `waitTimeoutMs`. Mapped to HTTP 409 on
+ * controllers.
+ */
 export class LockAcquireTimeoutError extends LockError {
   declare readonly key: string;
   /** Every key of the request (one element for a single-key call). */
@@ -14,8 +17,18 @@ export class LockAcquireTimeoutError extends LockError {
   /** For a semaphore's permit, the limit asked for (the stored one may differ); `undefined` for a lock. */
   readonly limit: number | undefined;
 
-  constructor(args: { key: string; keys: readonly string[]; mode: LockMode; waitedMs: number; waitTimeoutMs: number; limit?: number }) {
-    const what = args.limit === undefined ? `acquire the ${args.mode} lock on "${args.key}"` : `get a permit of semaphore "${args.key}" (limit ${args.limit})`;
+  constructor(args: {
+    key: string;
+    keys: readonly string[];
+    mode: LockMode;
+    waitedMs: number;
+    waitTimeoutMs: number;
+    limit?: number;
+  }) {
+    const what =
+      args.limit === undefined
+        ? `acquire the ${args.mode} lock on "${args.key}"`
+        : `get a permit of semaphore "${args.key}" (limit ${args.limit})`;
     super(
       `could not ${what} within ${args.waitTimeoutMs} ms ` +
         `(waited ${Math.round(args.waitedMs)} ms); raise the waitTimeoutMs option to wait longer`,

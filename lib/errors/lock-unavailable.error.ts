@@ -15,15 +15,7 @@ export type LockUnavailableReason =
 
 /** What the library was doing when Redis failed it. */
 export type LockOperation =
-  | 'acquire'
-  | 'release'
-  | 'renew'
-  | 'extend'
-  | 'inspect'
-  | 'forceRelease'
-  | 'cancelWait'
-  | 'keepWaiting'
-  | 'subscribe';
+  'acquire' | 'release' | 'renew' | 'extend' | 'inspect' | 'forceRelease' | 'cancelWait' | 'keepWaiting' | 'subscribe';
 
 /** Retry hint, in seconds, that the HTTP layer sends as `Retry-After` with the 503 for this error. */
 export const LOCK_UNAVAILABLE_RETRY_AFTER_S = 1;

@@ -69,7 +69,7 @@ describe('LockError instanceof across copies of the package', () => {
     }
   });
 
-  it("keeps user subclasses working: theirs are LockErrors of every copy, and a base error is not theirs", async () => {
+  it('keeps user subclasses working: theirs are LockErrors of every copy, and a base error is not theirs', async () => {
     const { cjs } = await loadBuilds();
     class InventoryLockError extends LockError {}
     const mine: unknown = new InventoryLockError('mine', { key: 'sku:1' });

@@ -28,11 +28,17 @@ export class LockError extends Error {
    */
   static override [Symbol.hasInstance]<C extends ErrorClass>(this: C, value: unknown): value is InstanceType<C> {
     if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
-    if (typeof value !== 'object' || value === null || (value as { [LOCK_ERROR_BRAND]?: unknown })[LOCK_ERROR_BRAND] !== true) {
+    if (
+      typeof value !== 'object' ||
+      value === null ||
+      (value as { [LOCK_ERROR_BRAND]?: unknown })[LOCK_ERROR_BRAND] !== true
+    ) {
       return false;
     }
     for (let proto: unknown = Object.getPrototypeOf(value); proto !== null; proto = Object.getPrototypeOf(proto)) {
-      const ctor = Object.prototype.hasOwnProperty.call(proto, 'constructor') ? (proto as { constructor: unknown }).constructor : undefined;
+      const ctor = Object.prototype.hasOwnProperty.call(proto, 'constructor')
+        ? (proto as { constructor: unknown }).constructor
+        : undefined;
       if (typeof ctor === 'function' && ctor.name === this.name) return true;
       if (ctor === Error) return false;
     }

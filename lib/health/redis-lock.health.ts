@@ -16,7 +16,10 @@ export class RedisLockHealthIndicator {
   ) {}
 
   /** `up` when both connections answer PING within `timeoutMs` (default 1000 ms), `down` otherwise. */
-  async isHealthy<const Key extends string = 'redis-lock'>(key: Key = 'redis-lock' as Key, timeoutMs?: number): Promise<HealthIndicatorResult<Key>> {
+  async isHealthy<const Key extends string = 'redis-lock'>(
+    key: Key = 'redis-lock' as Key,
+    timeoutMs?: number,
+  ): Promise<HealthIndicatorResult<Key>> {
     const session = this.health.check(key);
     const status = await this.locks.ping(timeoutMs);
     const data = { commandMs: status.commandMs, subscriberMs: status.subscriberMs, heldLocks: this.locks.heldCount };

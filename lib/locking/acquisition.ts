@@ -31,7 +31,9 @@ export interface AcquireRequest {
   readonly waiting: boolean;
   /** performance.now() by which the call must settle: `waitTimeoutMs` (if waiting) plus `commandTimeoutMs`. */
   readonly settleBy: number;
-  /** The store's refs of `keys`, when the caller made them (a semaphore's carries its limit); else `store.lock(key)`. */
+  /**
+   * The store's refs of `keys`, when the caller made them (a semaphore's carries its limit); else `store.lock(key)`.
+   */
   readonly refs?: readonly LockRef[];
 }
 
@@ -85,9 +87,11 @@ export class Acquirer {
 
   private async undo(holds: readonly Hold[]): Promise<void> {
     for (const hold of [...holds].reverse()) {
-      await this.keeper.releaseHold(hold).catch((err: unknown) =>
-        this.logger.warn(`releasing "${hold.key}" after a failed acquisition failed: ${errorText(err)}`),
-      );
+      await this.keeper
+        .releaseHold(hold)
+        .catch((err: unknown) =>
+          this.logger.warn(`releasing "${hold.key}" after a failed acquisition failed: ${errorText(err)}`),
+        );
     }
   }
 
@@ -146,7 +150,11 @@ export class Acquirer {
         reply = await this.store.acquire(call);
       } catch (err) {
         // A level may be added in Redis after all: once known, it is released again.
-        this.leftovers.undoAcquire({ owner: hold.owner, lane: hold.lane, lock: hold.lock, token: hold.token, leaseMs: hold.leaseMs }, call, err);
+        this.leftovers.undoAcquire(
+          { owner: hold.owner, lane: hold.lane, lock: hold.lock, token: hold.token, leaseMs: hold.leaseMs },
+          call,
+          err,
+        );
         throw err;
       }
       if (!reply.granted) {
@@ -172,7 +180,13 @@ export class Acquirer {
     return hold;
   }
 
-  private async acquireFresh(request: AcquireRequest, lock: LockRef, ownerKey: string, lane: string, start: number): Promise<Hold | null> {
+  private async acquireFresh(
+    request: AcquireRequest,
+    lock: LockRef,
+    ownerKey: string,
+    lane: string,
+    start: number,
+  ): Promise<Hold | null> {
     const { owner, options, waiting } = request;
     const { mode } = options;
     const deadline = waiting ? start + options.waitTimeoutMs : start;
@@ -181,7 +195,10 @@ export class Acquirer {
     const waiterId = waiting ? this.room.nextWaiterId() : '';
     // The waiting machinery is set up only when needed, except that when this process already receives the lock's
     // wake-ups, a waiter listens before its first attempt: no wake-up is missed.
-    let wait: Wait | undefined = waiting && this.room.isLive(lock) ? this.room.enter(lock, mode, options.fair, waiterId, owner.id, start) : undefined;
+    let wait: Wait | undefined =
+      waiting && this.room.isLive(lock)
+        ? this.room.enter(lock, mode, options.fair, waiterId, owner.id, start)
+        : undefined;
     let registered = false;
     let contended = false;
     let granted = false;
@@ -211,16 +228,35 @@ export class Acquirer {
         } catch (err) {
           // The attempt may land in Redis after all (or have landed before the connection failed): undo it. Not when
           // Redis answered that the key is the other kind's (a lock's or a semaphore's): nothing was changed.
-          if (!(err instanceof LockConfigError)) this.leftovers.undoAcquire({ owner, lane, lock, token, leaseMs: options.leaseMs }, call, err);
+          if (!(err instanceof LockConfigError))
+            this.leftovers.undoAcquire({ owner, lane, lock, token, leaseMs: options.leaseMs }, call, err);
           throw err;
         }
         if (reply.granted) {
           granted = true;
-          const hold = new Hold(owner, ownerKey, lock, mode, token, reply.fencingToken, options.leaseMs, options.autoExtend, sentAt);
+          const hold = new Hold(
+            owner,
+            ownerKey,
+            lock,
+            mode,
+            token,
+            reply.fencingToken,
+            options.leaseMs,
+            options.autoExtend,
+            sentAt,
+          );
           hold.holdAtLeastMs = options.holdAtLeastMs;
           owner.keep(hold);
           this.keeper.track(hold);
-          this.events.emit('acquired', { key: lock.key, kind: kindOf(lock), mode, owner: owner.id, waitedMs: performance.now() - start, fencingToken: reply.fencingToken, reentrant: false });
+          this.events.emit('acquired', {
+            key: lock.key,
+            kind: kindOf(lock),
+            mode,
+            owner: owner.id,
+            waitedMs: performance.now() - start,
+            fencingToken: reply.fencingToken,
+            reentrant: false,
+          });
           return hold;
         }
         registered = waiting;
@@ -234,7 +270,14 @@ export class Acquirer {
         if (remaining <= 0) {
           const waitedMs = performance.now() - start;
           this.events.emit('timeout', { key: lock.key, kind: kindOf(lock), mode, owner: owner.id, waitedMs });
-          throw new LockAcquireTimeoutError({ key: lock.key, keys: request.keys, mode, waitedMs, waitTimeoutMs: options.waitTimeoutMs, limit: isPermitRef(lock) ? lock.limit : undefined });
+          throw new LockAcquireTimeoutError({
+            key: lock.key,
+            keys: request.keys,
+            mode,
+            waitedMs,
+            waitTimeoutMs: options.waitTimeoutMs,
+            limit: isPermitRef(lock) ? lock.limit : undefined,
+          });
         }
         if (!wait) {
           // Listen, then try again at once: a release between the attempt above and the subscription is not lost.

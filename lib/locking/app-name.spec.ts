@@ -6,7 +6,9 @@ import { defaultAppName } from './app-name.js';
 
 describe('defaultAppName', () => {
   let root: string;
-  /** `<root>/app`: package.json `billing-api`, compiled to dist/ (which has a nameless package.json, as a dual build's). */
+  /**
+   * `<root>/app`: package.json `billing-api`, compiled to dist/ (which has a nameless package.json, as a dual build's).
+   */
   let app: string;
   const file = (path: string, text = '') => {
     mkdirSync(join(path, '..'), { recursive: true });
@@ -33,7 +35,11 @@ describe('defaultAppName', () => {
   });
   afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-  const sources = (entry: string | undefined, env: Record<string, string> = {}) => ({ env, entry, title: 'node-title' });
+  const sources = (entry: string | undefined, env: Record<string, string> = {}) => ({
+    env,
+    entry,
+    title: 'node-title',
+  });
 
   it('is npm_package_name when npm started the process', () => {
     expect(defaultAppName(sources(join(app, 'dist/main.js'), { npm_package_name: 'from-npm' }))).toBe('from-npm');
@@ -50,7 +56,9 @@ describe('defaultAppName', () => {
 
   it('skips a tool’s package when the entry script is inside node_modules (`nest start`, a test runner)', () => {
     expect(defaultAppName(sources(join(app, 'node_modules/@nestjs/cli/bin/nest.js')))).toBe('billing-api');
-    expect(defaultAppName(sources(join(app, 'node_modules/.pnpm/jest@30/node_modules/jest/bin/jest.js')))).toBe('billing-api');
+    expect(defaultAppName(sources(join(app, 'node_modules/.pnpm/jest@30/node_modules/jest/bin/jest.js')))).toBe(
+      'billing-api',
+    );
   });
 
   it('skips a package.json it cannot parse', () => {

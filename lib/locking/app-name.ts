@@ -21,7 +21,9 @@ export interface AppNameSources {
  * 3. else the process title (`node` unless the app sets `process.title`).
  * Never throws: an unreadable or malformed `package.json` is skipped.
  */
-export function defaultAppName(sources: AppNameSources = { env: process.env, entry: process.argv[1], title: process.title }): string {
+export function defaultAppName(
+  sources: AppNameSources = { env: process.env, entry: process.argv[1], title: process.title },
+): string {
   const fromNpm = sources.env.npm_package_name;
   if (fromNpm) return fromNpm;
   const fromPackage = sources.entry === undefined ? undefined : nearestPackageName(sources.entry);

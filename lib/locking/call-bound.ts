@@ -22,7 +22,12 @@ export const BOUND_MARGIN_MS = 50;
  * `acquisition`, or a `LockUnavailableError` once `ms` passed: the engine's own guarantee that a call settles
  * in time, whatever path inside it was slow. A handle granted after that is released at once.
  */
-export function settleWithin(acquisition: Promise<LockHandle | null>, ms: number, key: string, logger: LockLogger): Promise<LockHandle | null> {
+export function settleWithin(
+  acquisition: Promise<LockHandle | null>,
+  ms: number,
+  key: string,
+  logger: LockLogger,
+): Promise<LockHandle | null> {
   return new Promise((resolve, reject) => {
     let late = false;
     let settled = false;
@@ -45,7 +50,9 @@ export function settleWithin(acquisition: Promise<LockHandle | null>, ms: number
         clearTimeout(timer);
         settled = true;
         if (!late) return resolve(handle);
-        handle?.release().catch((err: unknown) => logger.warn(`releasing "${key}" granted too late failed: ${errorText(err)}`));
+        handle
+          ?.release()
+          .catch((err: unknown) => logger.warn(`releasing "${key}" granted too late failed: ${errorText(err)}`));
       },
       (err: unknown) => {
         clearTimeout(timer);
@@ -87,7 +94,11 @@ export class EngineCalls {
   ) {}
 
   /** Checks keys and options (rejecting, never throwing), then acquires in the current owner context. */
-  run(keys: () => readonly string[], options: AcquireOptions | undefined, waiting: boolean): Promise<LockHandle | null> {
+  run(
+    keys: () => readonly string[],
+    options: AcquireOptions | undefined,
+    waiting: boolean,
+  ): Promise<LockHandle | null> {
     let acquisition: Promise<LockHandle | null>;
     let boundMs: number;
     let first: string;
@@ -99,7 +110,13 @@ export class EngineCalls {
       if (this.closed()) throw new LockClosedError(first);
       boundMs = (waiting ? resolved.waitTimeoutMs : 0) + this.settings.commandTimeoutMs;
       const settleBy = performance.now() + boundMs;
-      acquisition = this.acquirer.acquire({ owner: currentOwner(this.instanceId), keys: ordered, options: resolved, waiting, settleBy });
+      acquisition = this.acquirer.acquire({
+        owner: currentOwner(this.instanceId),
+        keys: ordered,
+        options: resolved,
+        waiting,
+        settleBy,
+      });
     } catch (err) {
       // Bad keys or options: reported as a rejection, like every other failure of an acquisition.
       return Promise.reject(asError(err));
@@ -107,12 +124,16 @@ export class EngineCalls {
     return this.track(acquisition, boundMs, first);
   }
 
-  /** Tracks an acquisition so `close` waits for it, and settles it within `boundMs` (plus a margin) whatever happens. */
+  /**
+   * Tracks an acquisition so `close` waits for it, and settles it within `boundMs` (plus a margin) whatever happens.
+   */
   track(acquisition: Promise<LockHandle | null>, boundMs: number, key: string): Promise<LockHandle | null> {
     this.inflight.add(acquisition);
     const forget = () => this.inflight.delete(acquisition);
     acquisition.then(forget, forget);
-    return boundMs === Number.POSITIVE_INFINITY ? acquisition : settleWithin(acquisition, boundMs + BOUND_MARGIN_MS, key, this.logger);
+    return boundMs === Number.POSITIVE_INFINITY
+      ? acquisition
+      : settleWithin(acquisition, boundMs + BOUND_MARGIN_MS, key, this.logger);
   }
 
   /** Resolves once every acquisition in flight settled. */

@@ -38,7 +38,9 @@ export interface EngineParts {
   readonly recheck: OutageRecheck;
 }
 
-/** Builds an engine's store and the parts around it: hold keeper (watchdog), waiting room, acquirer, alarm, semaphores. */
+/**
+ * Builds an engine's store and the parts around it: hold keeper (watchdog), waiting room, acquirer, alarm, semaphores.
+ */
 export function assembleEngine(
   redis: RedisConnectionInput | readonly RedisConnectionInput[],
   settings: LockEngineSettings,
@@ -50,18 +52,44 @@ export function assembleEngine(
 ): EngineParts {
   // Each connection change is logged; the waiters re-check their locks once the wake-up connection is back.
   const recheck = new OutageRecheck(() => room.wakeAll(), Array.isArray(redis) ? redis.length : 1);
-  const opened = openEngineStore(redis, settings, logger, (change) => (logConnectionChange(logger, change), recheck.changed(change)), factory);
+  const opened = openEngineStore(
+    redis,
+    settings,
+    logger,
+    (change) => (logConnectionChange(logger, change), recheck.changed(change)),
+    factory,
+  );
   const store = opened.store;
   const leftovers = new Leftovers(store, logger);
   const keeper = new HoldKeeper(store, events, logger, leftovers, settings.commandTimeoutMs);
   const room = new WaitingRoom(store, instanceId);
-  const acquirer = new Acquirer(store, keeper, room, events, logger, instanceId, hooks.closing, leftovers, settings.commandTimeoutMs);
+  const acquirer = new Acquirer(
+    store,
+    keeper,
+    room,
+    events,
+    logger,
+    instanceId,
+    hooks.closing,
+    leftovers,
+    settings.commandTimeoutMs,
+  );
   // The wait alarm names the holders of a semaphore too (its key answers `inspect` that it is one).
   const inspectAny = (key: string): Promise<LockInfo | null> =>
     hooks.inspect(key).catch(async (err: unknown) => {
       if (!(err instanceof LockConfigError && err.option === 'key')) throw err;
       const p = await permits.inspect(key);
-      return p && { key, mode: 'write', holders: p.holders, waiting: p.waiting, waitingWriters: p.waiting, waitingReaders: 0, fencingToken: p.fencingToken };
+      return (
+        p && {
+          key,
+          mode: 'write',
+          holders: p.holders,
+          waiting: p.waiting,
+          waitingWriters: p.waiting,
+          waitingReaders: 0,
+          fencingToken: p.fencingToken,
+        }
+      );
     });
   const alarm = new LockAlarm(settings, opened.identity, keeper, room, inspectAny, (event) => {
     logger.warn(describeHeldTooLong(event));

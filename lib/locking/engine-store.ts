@@ -1,7 +1,13 @@
 import { hostname } from 'node:os';
 import { BoundedLockStore } from '../redis/bounded-lock-store.js';
 import type { RedisClient, RedisConnectionInput } from '../redis/connection.js';
-import type { ConnectionStateChange, HolderIdentity, LockStore, LockStoreFactory, ReplicaWaitSettings } from '../redis/lock-store.js';
+import type {
+  ConnectionStateChange,
+  HolderIdentity,
+  LockStore,
+  LockStoreFactory,
+  ReplicaWaitSettings,
+} from '../redis/lock-store.js';
 import { QuorumLockStore } from '../redis/quorum-lock-store.js';
 import { RedisLockStore } from '../redis/redis-lock-store.js';
 import type { PermitStore } from '../redis/permit-store.js';
@@ -58,22 +64,36 @@ export function openEngineStore(
     onConnectionError: (err: unknown) => logger.warn(`Redis error: ${errorText(err)}`),
     onConnectionState,
   };
-  const inner = factory ? factory(context) : isQuorum(redis) ? new QuorumLockStore(redis, context) : new RedisLockStore(redis, context);
+  const inner = factory
+    ? factory(context)
+    : isQuorum(redis)
+      ? new QuorumLockStore(redis, context)
+      : new RedisLockStore(redis, context);
   const permits =
-    inner instanceof RedisLockStore ? new RedisPermitStore(inner, context) : (inner as Partial<{ permits(): PermitStore }>).permits?.();
+    inner instanceof RedisLockStore
+      ? new RedisPermitStore(inner, context)
+      : (inner as Partial<{ permits(): PermitStore }>).permits?.();
   const router = new StoreRouter(inner, permits);
   const noSemaphores = permits
     ? undefined
     : inner instanceof QuorumLockStore
       ? QUORUM_HAS_NO_SEMAPHORES
       : 'this lock store has no semaphores';
-  return { store: new BoundedLockStore(router, settings.commandTimeoutMs), backend: inner, permits, noSemaphores, identity };
+  return {
+    store: new BoundedLockStore(router, settings.commandTimeoutMs),
+    backend: inner,
+    permits,
+    noSemaphores,
+    identity,
+  };
 }
 
 /** One line when a connection drops, one when it is back (further errors in between are not logged). */
 export function logConnectionChange(logger: LockLogger, change: ConnectionStateChange): void {
   if (change.state === 'lost') {
-    logger.warn(`Redis ${change.connection} connection lost: ${errorText(change.error)}; reconnecting (further errors are not logged until it is back)`);
+    logger.warn(
+      `Redis ${change.connection} connection lost: ${errorText(change.error)}; reconnecting (further errors are not logged until it is back)`,
+    );
     return;
   }
   const message = `Redis ${change.connection} connection restored after ${Math.round(change.downMs ?? 0)} ms`;
@@ -87,7 +107,9 @@ function replicaWait(settings: LockEngineSettings): ReplicaWaitSettings | undefi
   return wait && { replicas: wait.replicas, timeoutMs: wait.timeoutMs ?? DEFAULT_REPLICA_WAIT_MS };
 }
 
-function isQuorum(redis: RedisConnectionInput | readonly RedisConnectionInput[]): redis is readonly RedisConnectionInput[] {
+function isQuorum(
+  redis: RedisConnectionInput | readonly RedisConnectionInput[],
+): redis is readonly RedisConnectionInput[] {
   return Array.isArray(redis);
 }
 

@@ -54,7 +54,8 @@ export class HoldKeeper implements HoldReleaser {
   }
 
   /**
-   * Releases one level of `hold`. `true` when the store released it; `false` if it was no longer held. Until the last release is answered, the watchdog keeps renewing the hold (a release stuck
+   * Releases one level of `hold`. `true` when the store released it; `false` if it was no longer held. Until the last
+   * release is answered, the watchdog keeps renewing the hold (a release stuck
    * behind a slow connection must not let the lease run out and be reported lost). A release that fails is
    * retried in the background (see `Leftovers`) and rejects with `LockUnavailableError`.
    */
@@ -80,7 +81,9 @@ export class HoldKeeper implements HoldReleaser {
       // Free whatever of it Redis still has, unless a newer hold of this owner uses the same token now.
       if (!hold.freed && !owner.hold(hold.ownerKey, hold.mode)) {
         hold.freed = true;
-        await this.inFlight(owner.oneAtATime(hold.lane, () => this.store.release(hold.lock, hold.token, undefined), limit)).catch(() => this.free(hold));
+        await this.inFlight(
+          owner.oneAtATime(hold.lane, () => this.store.release(hold.lock, hold.token, undefined), limit),
+        ).catch(() => this.free(hold));
       }
       return false;
     }
@@ -91,7 +94,13 @@ export class HoldKeeper implements HoldReleaser {
         this.markLost(hold, 'not-in-redis');
         return false;
       }
-      this.events.emit('released', { key: hold.key, kind: kindOf(hold.lock), mode: hold.mode, owner: owner.id, heldMs: performance.now() - hold.acquiredAt });
+      this.events.emit('released', {
+        key: hold.key,
+        kind: kindOf(hold.lock),
+        mode: hold.mode,
+        owner: owner.id,
+        heldMs: performance.now() - hold.acquiredAt,
+      });
       return true;
     } finally {
       this.watchdog.remove(hold);
@@ -164,7 +173,14 @@ export class HoldKeeper implements HoldReleaser {
     if (reason === 'not-in-redis') hold.freed = true;
     else if (!hold.ended) this.free(hold);
     this.trouble.lost(error);
-    this.events.emit('lost', { key: hold.key, kind: kindOf(hold.lock), mode: hold.mode, owner: hold.owner.id, heldMs: performance.now() - hold.acquiredAt, error });
+    this.events.emit('lost', {
+      key: hold.key,
+      kind: kindOf(hold.lock),
+      mode: hold.mode,
+      owner: hold.owner.id,
+      heldMs: performance.now() - hold.acquiredAt,
+      error,
+    });
   }
 
   /** Ends the local holds of `token` on `key` (released by token, maybe from another process). */
@@ -179,14 +195,25 @@ export class HoldKeeper implements HoldReleaser {
    * one had not yet), so it is a new, valid hold (should it have been overtaken by the forced release all the same,
    * its next renewal finds it gone).
    */
-  loseAll(key: string, sentBefore = Number.POSITIVE_INFINITY, which: { readonly token?: string; readonly owner?: string } = {}): void {
+  loseAll(
+    key: string,
+    sentBefore = Number.POSITIVE_INFINITY,
+    which: { readonly token?: string; readonly owner?: string } = {},
+  ): void {
     for (const hold of this.watchdog.list()) {
       if (hold.key !== key || hold.sentAt >= sentBefore) continue;
-      if ((which.token === undefined || hold.token === which.token) && (which.owner === undefined || hold.owner.id === which.owner)) this.markLost(hold, 'not-in-redis');
+      if (
+        (which.token === undefined || hold.token === which.token) &&
+        (which.owner === undefined || hold.owner.id === which.owner)
+      )
+        this.markLost(hold, 'not-in-redis');
     }
   }
 
-  /** Shutdown: stops renewing, releases every hold still kept (all levels at once) and lets releases under way finish. Never rejects. */
+  /**
+   * Shutdown: stops renewing, releases every hold still kept (all levels at once) and lets releases under way finish.
+   * Never rejects.
+   */
   async releaseAll(): Promise<void> {
     const holds = this.watchdog.list().filter((hold) => !hold.ended);
     this.watchdog.stop();
@@ -209,7 +236,9 @@ export class HoldKeeper implements HoldReleaser {
     );
     await underWay;
     if (failed > 0) {
-      this.logger.warn(`could not release ${failed} lock(s) on shutdown (their leases will free them): ${errorText(lastError)}`);
+      this.logger.warn(
+        `could not release ${failed} lock(s) on shutdown (their leases will free them): ${errorText(lastError)}`,
+      );
     }
   }
 

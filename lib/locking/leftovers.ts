@@ -53,7 +53,8 @@ export class Leftovers {
       reply ??= await this.untilAnswered(target, 'undo an acquisition', () =>
         // Re-sent with `waitForReplicas`, the grant may again lack its replicas: it is known all the same.
         this.store.acquire(call).catch((err: unknown) => {
-          const known = err instanceof LockUnavailableError && err.reason === 'not-replicated' ? lateAcquireOf(err) : undefined;
+          const known =
+            err instanceof LockUnavailableError && err.reason === 'not-replicated' ? lateAcquireOf(err) : undefined;
           if (known) return known;
           throw err;
         }),
@@ -82,7 +83,9 @@ export class Leftovers {
   /** Frees every level of the token's hold (a hold lost locally: its holder was told). */
   free(target: LeftoverHold): void {
     this.run(target, async () => {
-      await this.untilAnswered(target, 'free a lost lock', () => this.store.release(target.lock, target.token, undefined));
+      await this.untilAnswered(target, 'free a lost lock', () =>
+        this.store.release(target.lock, target.token, undefined),
+      );
     });
   }
 
@@ -116,15 +119,22 @@ export class Leftovers {
    * `command`'s answer, retried while Redis is unreachable or slow, for at most the hold's lease; `undefined` when
    * it gave up (logged once).
    */
-  private async untilAnswered<T>(target: LeftoverHold, what: string, command: () => Promise<T>): Promise<T | undefined> {
+  private async untilAnswered<T>(
+    target: LeftoverHold,
+    what: string,
+    command: () => Promise<T>,
+  ): Promise<T | undefined> {
     const giveUpAt = performance.now() + target.leaseMs;
     while (!this.stopped) {
       try {
         return await command();
       } catch (err) {
-        const retryable = err instanceof LockUnavailableError && (err.reason === 'timeout' || err.reason === 'unreachable');
+        const retryable =
+          err instanceof LockUnavailableError && (err.reason === 'timeout' || err.reason === 'unreachable');
         if (!retryable || performance.now() + RETRY_MS >= giveUpAt) {
-          this.logger.warn(`could not ${what} on "${target.lock.key}" in Redis (its lease frees it within ${target.leaseMs} ms): ${errorText(err)}`);
+          this.logger.warn(
+            `could not ${what} on "${target.lock.key}" in Redis (its lease frees it within ${target.leaseMs} ms): ${errorText(err)}`,
+          );
           return undefined;
         }
         await new Promise((resolve) => setTimeout(resolve, RETRY_MS));

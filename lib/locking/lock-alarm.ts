@@ -77,12 +77,37 @@ export class LockAlarm {
         wait.alarmed = true;
         this.inspect(wait.key)
           .then((info) => {
-            const holders = (info?.holders ?? []).map((h) => ({ owner: h.owner, host: h.host, pid: h.pid, app: h.app, mode: h.mode, since: h.since }));
+            const holders = (info?.holders ?? []).map((h) => ({
+              owner: h.owner,
+              host: h.host,
+              pid: h.pid,
+              app: h.app,
+              mode: h.mode,
+              since: h.since,
+            }));
             const oldest = holders.reduce((min, h) => Math.min(min, h.since.getTime()), Date.now());
-            this.report({ key: wait.key, kind: wait.kind, mode: wait.mode, owner: wait.owner, detectedBy: 'waiter', heldMs: Date.now() - oldest, waitedMs, holders });
+            this.report({
+              key: wait.key,
+              kind: wait.kind,
+              mode: wait.mode,
+              owner: wait.owner,
+              detectedBy: 'waiter',
+              heldMs: Date.now() - oldest,
+              waitedMs,
+              holders,
+            });
           })
           .catch(() => {
-            this.report({ key: wait.key, kind: wait.kind, mode: wait.mode, owner: wait.owner, detectedBy: 'waiter', heldMs: 0, waitedMs, holders: [] });
+            this.report({
+              key: wait.key,
+              kind: wait.kind,
+              mode: wait.mode,
+              owner: wait.owner,
+              detectedBy: 'waiter',
+              heldMs: 0,
+              waitedMs,
+              holders: [],
+            });
           });
       }
     }
@@ -94,7 +119,12 @@ export function describeHeldTooLong(e: HeldTooLongEvent): string {
   const who =
     e.holders.length === 0
       ? 'no holder visible in Redis'
-      : e.holders.map((h) => `${h.mode} by ${h.owner} on ${h.host} pid ${h.pid}${h.app ? ` (${h.app})` : ''} since ${h.since.toISOString()}`).join('; ');
+      : e.holders
+          .map(
+            (h) =>
+              `${h.mode} by ${h.owner} on ${h.host} pid ${h.pid}${h.app ? ` (${h.app})` : ''} since ${h.since.toISOString()}`,
+          )
+          .join('; ');
   return e.detectedBy === 'holder'
     ? `lock "${e.key}" (${e.mode}) held for ${Math.round(e.heldMs)} ms by ${e.owner}: ${who}`
     : `waiting ${Math.round(e.waitedMs)} ms for the ${e.mode} lock on "${e.key}" (owner ${e.owner}); held by: ${who}`;

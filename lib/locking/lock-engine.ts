@@ -110,7 +110,11 @@ export class LockEngine {
    * `null` after a `skipped` event when the lock is busy (and, unless `failWhenUnavailable`, when Redis cannot be
    * reached: then it rejects as `tryAcquire` does).
    */
-  acquireOrSkipChecked(keys: readonly string[], options: AcquireOptions | undefined, failWhenUnavailable = false): Promise<LockHandle | null> {
+  acquireOrSkipChecked(
+    keys: readonly string[],
+    options: AcquireOptions | undefined,
+    failWhenUnavailable = false,
+  ): Promise<LockHandle | null> {
     if (options?.ifLocked !== 'skip') return this.acquireChecked(keys, options);
     const what = skipped(keys, options, this.instanceId);
     const attempt = () => this.calls.run(() => keys, options, false);
@@ -126,13 +130,35 @@ export class LockEngine {
    * throw, and returns what `fn` returns. Nested calls in the same async context re-enter.
    * @example await engine.withLock(['account:1', 'account:2'], () => transfer(1, 2, amount));
    */
-  withLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options: SkipOptions): Promise<T | undefined>;
-  withLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: WaitOptions): Promise<T>;
-  withLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: AcquireOptions): Promise<T | undefined>;
-  withLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: AcquireOptions): Promise<T | undefined> {
+  withLock<T>(
+    keys: string | readonly string[],
+    fn: (lock: LockHandle) => T | Promise<T>,
+    options: SkipOptions,
+  ): Promise<T | undefined>;
+  withLock<T>(
+    keys: string | readonly string[],
+    fn: (lock: LockHandle) => T | Promise<T>,
+    options?: WaitOptions,
+  ): Promise<T>;
+  withLock<T>(
+    keys: string | readonly string[],
+    fn: (lock: LockHandle) => T | Promise<T>,
+    options?: AcquireOptions,
+  ): Promise<T | undefined>;
+  withLock<T>(
+    keys: string | readonly string[],
+    fn: (lock: LockHandle) => T | Promise<T>,
+    options?: AcquireOptions,
+  ): Promise<T | undefined> {
     return runInOwnerScope(this.instanceId, async () => {
       const skip = options?.ifLocked === 'skip';
-      const handle = skip ? await acquireOrSkip(() => this.tryAcquire(keys, options), this.events, skipped(keys, options, this.instanceId)) : await this.acquire(keys, options);
+      const handle = skip
+        ? await acquireOrSkip(
+            () => this.tryAcquire(keys, options),
+            this.events,
+            skipped(keys, options, this.instanceId),
+          )
+        : await this.acquire(keys, options);
       if (!handle) return undefined;
       try {
         return await this.runWithHandle(handle, () => fn(handle));
@@ -145,18 +171,50 @@ export class LockEngine {
   }
 
   /** `withLock` in read mode: shared with other readers. */
-  withReadLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options: ModeFixedOptions & SkipOptions): Promise<T | undefined>;
-  withReadLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: ModeFixedOptions & WaitOptions): Promise<T>;
-  withReadLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: ModeFixedOptions): Promise<T | undefined>;
-  withReadLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: ModeFixedOptions): Promise<T | undefined> {
+  withReadLock<T>(
+    keys: string | readonly string[],
+    fn: (lock: LockHandle) => T | Promise<T>,
+    options: ModeFixedOptions & SkipOptions,
+  ): Promise<T | undefined>;
+  withReadLock<T>(
+    keys: string | readonly string[],
+    fn: (lock: LockHandle) => T | Promise<T>,
+    options?: ModeFixedOptions & WaitOptions,
+  ): Promise<T>;
+  withReadLock<T>(
+    keys: string | readonly string[],
+    fn: (lock: LockHandle) => T | Promise<T>,
+    options?: ModeFixedOptions,
+  ): Promise<T | undefined>;
+  withReadLock<T>(
+    keys: string | readonly string[],
+    fn: (lock: LockHandle) => T | Promise<T>,
+    options?: ModeFixedOptions,
+  ): Promise<T | undefined> {
     return this.withLock(keys, fn, { ...options, mode: 'read' });
   }
 
   /** `withLock` in write mode: exclusive. */
-  withWriteLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options: ModeFixedOptions & SkipOptions): Promise<T | undefined>;
-  withWriteLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: ModeFixedOptions & WaitOptions): Promise<T>;
-  withWriteLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: ModeFixedOptions): Promise<T | undefined>;
-  withWriteLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: ModeFixedOptions): Promise<T | undefined> {
+  withWriteLock<T>(
+    keys: string | readonly string[],
+    fn: (lock: LockHandle) => T | Promise<T>,
+    options: ModeFixedOptions & SkipOptions,
+  ): Promise<T | undefined>;
+  withWriteLock<T>(
+    keys: string | readonly string[],
+    fn: (lock: LockHandle) => T | Promise<T>,
+    options?: ModeFixedOptions & WaitOptions,
+  ): Promise<T>;
+  withWriteLock<T>(
+    keys: string | readonly string[],
+    fn: (lock: LockHandle) => T | Promise<T>,
+    options?: ModeFixedOptions,
+  ): Promise<T | undefined>;
+  withWriteLock<T>(
+    keys: string | readonly string[],
+    fn: (lock: LockHandle) => T | Promise<T>,
+    options?: ModeFixedOptions,
+  ): Promise<T | undefined> {
     return this.withLock(keys, fn, { ...options, mode: 'write' });
   }
 
@@ -188,7 +246,8 @@ export class LockEngine {
 
   /**
    * Frees `key` whoever holds it (holders learn it at their next renewal); `true` if it was held. On a semaphore's key:
-   * `LockConfigError`, nothing changed (`forceReleasePermits`). @throws {LockUnavailableError} no answer in `commandTimeoutMs`.
+   * `LockConfigError`, nothing changed (`forceReleasePermits`). @throws {LockUnavailableError} no answer in
+   * `commandTimeoutMs`.
    */
   async forceRelease(key: string): Promise<boolean> {
     const lock = this.parts.store.lock(validateLockKey(key));
@@ -251,7 +310,10 @@ export class LockEngine {
     return this.parts.permits.inspect(key);
   }
 
-  /** Frees a permit by its `token`, an owner's (`{ owner }` as inspected), or all of `key`'s; resolves how many were held. */
+  /**
+   * Frees a permit by its `token`, an owner's (`{ owner }` as inspected), or all of `key`'s; resolves how many were
+   * held.
+   */
   forceReleasePermits(key: string, holder?: string | { readonly owner: string }): Promise<number> {
     return this.parts.permits.forceRelease(key, holder);
   }

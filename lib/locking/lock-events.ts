@@ -4,7 +4,9 @@ import type { LockRef } from '../redis/lock-store.js';
 import { isPermitRef } from '../redis/permit-store.js';
 import type { LockMode } from '../types/lock.types.js';
 
-/** What an event is about: a lock, or a permit of a semaphore (`acquirePermit`, `@Semaphore`; its `mode` is `'write'`). */
+/**
+ * What an event is about: a lock, or a permit of a semaphore (`acquirePermit`, `@Semaphore`; its `mode` is `'write'`).
+ */
 export type LockKind = 'lock' | 'semaphore';
 
 /** @internal The kind of the lock or semaphore `ref` names. */

@@ -41,9 +41,8 @@ export class LockHandleImpl implements LockHandle {
 
   get signal(): AbortSignal {
     if (this.holds.length === 1) return this.holds[0].signal;
-    return (this.combinedSignal ??= checkedOnRead(
-      AbortSignal.any(this.holds.map((h) => h.signal)),
-      () => this.holds.forEach((h) => h.checkDeadline()),
+    return (this.combinedSignal ??= checkedOnRead(AbortSignal.any(this.holds.map((h) => h.signal)), () =>
+      this.holds.forEach((h) => h.checkDeadline()),
     ));
   }
 
@@ -74,7 +73,9 @@ export class LockHandleImpl implements LockHandle {
       hold.checkDeadline();
       if (hold.lost) throw new LockNotHeldError(hold.key, hold.lost.message);
     }
-    const results = await Promise.allSettled(this.holds.map((hold) => this.releaser.extendHold(hold, ms ?? hold.leaseMs)));
+    const results = await Promise.allSettled(
+      this.holds.map((hold) => this.releaser.extendHold(hold, ms ?? hold.leaseMs)),
+    );
     results.forEach((r, i) => {
       if (r.status === 'rejected') throw r.reason;
       if (!r.value) throw new LockNotHeldError(this.holds[i].key, 'Redis no longer records this hold');

@@ -1,7 +1,14 @@
 import { describe, expect, it } from '@jest/globals';
 import { LockConfigError } from '../errors/lock-config.error.js';
 import type { AcquireOptions } from '../types/lock.types.js';
-import { DEFAULT_LOCK_SETTINGS, MAX_DURATION_MS, MIN_COMMAND_TIMEOUT_MS, MIN_LEASE_MS, resolveAcquireOptions, resolveEngineSettings } from './lock-options.js';
+import {
+  DEFAULT_LOCK_SETTINGS,
+  MAX_DURATION_MS,
+  MIN_COMMAND_TIMEOUT_MS,
+  MIN_LEASE_MS,
+  resolveAcquireOptions,
+  resolveEngineSettings,
+} from './lock-options.js';
 import type { LockEngineSettings } from './lock-options.js';
 import { defaultAppName } from './app-name.js';
 
@@ -15,7 +22,17 @@ function thrown(fn: () => unknown): unknown {
   throw new Error('expected a throw, got none');
 }
 
-const SETTING_NAMES = ['appName', 'autoExtend', 'commandTimeoutMs', 'holdWarningMs', 'keyPrefix', 'leaseMs', 'waitForReplicas', 'waitTimeoutMs', 'waitWarningMs'];
+const SETTING_NAMES = [
+  'appName',
+  'autoExtend',
+  'commandTimeoutMs',
+  'holdWarningMs',
+  'keyPrefix',
+  'leaseMs',
+  'waitForReplicas',
+  'waitTimeoutMs',
+  'waitWarningMs',
+];
 
 describe('DEFAULT_LOCK_SETTINGS', () => {
   it('holds the documented defaults', () => {
@@ -154,12 +171,17 @@ describe('resolveEngineSettings', () => {
     const one = resolveEngineSettings({ waitForReplicas: { replicas: 1 } }).waitForReplicas;
     expect(one).toEqual({ replicas: 1, timeoutMs: 1_000 });
     expect(Object.isFrozen(one)).toBe(true);
-    expect(resolveEngineSettings({ waitForReplicas: { replicas: 'connected', timeoutMs: 300 } }).waitForReplicas).toEqual({
+    expect(
+      resolveEngineSettings({ waitForReplicas: { replicas: 'connected', timeoutMs: 300 } }).waitForReplicas,
+    ).toEqual({
       replicas: 'connected',
       timeoutMs: 300,
     });
     // The default timeout stays under a small commandTimeoutMs, which bounds the whole round trip.
-    expect(resolveEngineSettings({ commandTimeoutMs: 500, waitForReplicas: { replicas: 2 } }).waitForReplicas).toEqual({ replicas: 2, timeoutMs: 499 });
+    expect(resolveEngineSettings({ commandTimeoutMs: 500, waitForReplicas: { replicas: 2 } }).waitForReplicas).toEqual({
+      replicas: 2,
+      timeoutMs: 499,
+    });
   });
 
   it.each<[unknown, string]>([
@@ -182,9 +204,9 @@ describe('resolveEngineSettings', () => {
   });
 
   it('says a replica wait must fit in the command timeout', () => {
-    expect(() => resolveEngineSettings({ commandTimeoutMs: 1_000, waitForReplicas: { replicas: 1, timeoutMs: 1_000 } })).toThrow(
-      'invalid waitForReplicas.timeoutMs: 1000; it must be less than commandTimeoutMs (1000)',
-    );
+    expect(() =>
+      resolveEngineSettings({ commandTimeoutMs: 1_000, waitForReplicas: { replicas: 1, timeoutMs: 1_000 } }),
+    ).toThrow('invalid waitForReplicas.timeoutMs: 1000; it must be less than commandTimeoutMs (1000)');
   });
 
   it('says the allowed range of a duration', () => {
@@ -221,10 +243,28 @@ describe('resolveAcquireOptions', () => {
     const signal = new AbortController().signal;
     const resolved = resolveAcquireOptions(
       settings,
-      { mode: 'read', leaseMs: 30, waitTimeoutMs: 0, autoExtend: true, signal, fair: true, ifLocked: 'skip', holdAtLeastMs: 20 },
+      {
+        mode: 'read',
+        leaseMs: 30,
+        waitTimeoutMs: 0,
+        autoExtend: true,
+        signal,
+        fair: true,
+        ifLocked: 'skip',
+        holdAtLeastMs: 20,
+      },
       KEY,
     );
-    expect(resolved).toEqual({ mode: 'read', leaseMs: 30, autoExtend: true, waitTimeoutMs: 0, signal, fair: true, ifLocked: 'skip', holdAtLeastMs: 20 });
+    expect(resolved).toEqual({
+      mode: 'read',
+      leaseMs: 30,
+      autoExtend: true,
+      waitTimeoutMs: 0,
+      signal,
+      fair: true,
+      ifLocked: 'skip',
+      holdAtLeastMs: 20,
+    });
     // The first lease covers the whole minimum hold.
     expect(resolveAcquireOptions(settings, { leaseMs: 30, holdAtLeastMs: 5_000 }, KEY).leaseMs).toBe(5_000);
     expect(resolved.signal).toBe(signal);

@@ -26,7 +26,10 @@ export interface LockEngineSettings {
   readonly appName: string;
   /** Deadlock alarm: report a hold kept longer than this, in milliseconds, once. Default `60_000`; `0` turns it off. */
   readonly holdWarningMs: number;
-  /** Deadlock alarm: report a waiter waiting longer than this, in milliseconds, once, with the holders. Default `5_000`; `0` turns it off. */
+  /**
+   * Deadlock alarm: report a waiter waiting longer than this, in milliseconds, once, with the holders. Default `5_000`;
+   * `0` turns it off.
+   */
   readonly waitWarningMs: number;
   /**
    * Replica acknowledgement: a grant (and a renewal, and an `extend`) counts only once `WAIT` reports that many
@@ -92,7 +95,7 @@ function checkDuration(option: string, value: unknown, min: number, allowInfinit
     throw new LockConfigError(
       `invalid ${option}: ${String(value)}; expected an integer number of milliseconds from ${min} to ${MAX_DURATION_MS}` +
         (allowInfinity ? ' (or Infinity)' : '') +
-      (key === undefined ? '' : ` (lock "${key}")`),
+        (key === undefined ? '' : ` (lock "${key}")`),
       option,
       key,
     );
@@ -123,7 +126,10 @@ export function resolveEngineSettings(input: Partial<LockEngineSettings> = {}): 
   checkDuration('holdWarningMs', settings.holdWarningMs, 0, false);
   checkDuration('waitWarningMs', settings.waitWarningMs, 0, false);
   if (typeof settings.autoExtend !== 'boolean') {
-    throw new LockConfigError(`invalid autoExtend: ${String(settings.autoExtend)}; expected true or false`, 'autoExtend');
+    throw new LockConfigError(
+      `invalid autoExtend: ${String(settings.autoExtend)}; expected true or false`,
+      'autoExtend',
+    );
   }
   if (typeof settings.appName !== 'string') {
     throw new LockConfigError(`invalid appName: expected a string`, 'appName');
@@ -143,7 +149,10 @@ function resolveReplicaWait(value: unknown, commandTimeoutMs: number): WaitForRe
   }
   const o = value as Partial<WaitForReplicas>;
   const { replicas } = o;
-  if (replicas !== 'connected' && !(typeof replicas === 'number' && Number.isInteger(replicas) && replicas >= 1 && replicas <= 1_000)) {
+  if (
+    replicas !== 'connected' &&
+    !(typeof replicas === 'number' && Number.isInteger(replicas) && replicas >= 1 && replicas <= 1_000)
+  ) {
     throw new LockConfigError(
       `invalid waitForReplicas.replicas: ${String(replicas)}; expected an integer from 1 to 1000, or 'connected'`,
       'waitForReplicas.replicas',
@@ -168,7 +177,11 @@ export function resolveAcquireOptions(
   key: string,
 ): ResolvedAcquireOptions {
   if (options !== undefined && (options === null || typeof options !== 'object')) {
-    throw new LockConfigError(`invalid options for "${key}": ${String(options)}; expected an object of AcquireOptions`, 'options', key);
+    throw new LockConfigError(
+      `invalid options for "${key}": ${String(options)}; expected an object of AcquireOptions`,
+      'options',
+      key,
+    );
   }
   const o = options ?? {};
   const mode = o.mode === undefined ? 'write' : o.mode;
@@ -190,9 +203,22 @@ export function resolveAcquireOptions(
   }
   const ifLocked = o.ifLocked ?? 'wait';
   if (ifLocked !== 'wait' && ifLocked !== 'skip') {
-    throw new LockConfigError(`invalid ifLocked for "${key}": ${String(ifLocked)}; expected 'wait' or 'skip'`, 'ifLocked', key);
+    throw new LockConfigError(
+      `invalid ifLocked for "${key}": ${String(ifLocked)}; expected 'wait' or 'skip'`,
+      'ifLocked',
+      key,
+    );
   }
   const holdAtLeastMs = checkDuration('holdAtLeastMs', o.holdAtLeastMs ?? 0, 0, false, key);
   // The first lease covers the whole minimum hold: a holder that dies right after a short run keeps it taken.
-  return { mode, leaseMs: Math.max(leaseMs, holdAtLeastMs), autoExtend, waitTimeoutMs, signal: o.signal, fair, ifLocked, holdAtLeastMs };
+  return {
+    mode,
+    leaseMs: Math.max(leaseMs, holdAtLeastMs),
+    autoExtend,
+    waitTimeoutMs,
+    signal: o.signal,
+    fair,
+    ifLocked,
+    holdAtLeastMs,
+  };
 }

@@ -2,8 +2,15 @@ import { describe, expect, it } from '@jest/globals';
 import type { ConnectionStateChange } from '../redis/lock-store.js';
 import { OutageRecheck } from './outage-recheck.js';
 
-const lost = (connection: ConnectionStateChange['connection']): ConnectionStateChange => ({ connection, state: 'lost' });
-const back = (connection: ConnectionStateChange['connection']): ConnectionStateChange => ({ connection, state: 'restored', downMs: 1 });
+const lost = (connection: ConnectionStateChange['connection']): ConnectionStateChange => ({
+  connection,
+  state: 'lost',
+});
+const back = (connection: ConnectionStateChange['connection']): ConnectionStateChange => ({
+  connection,
+  state: 'restored',
+  downMs: 1,
+});
 
 /** A recheck over `masters` command connections, and how many times it woke the waiters. */
 function setUp(masters: number): { recheck: OutageRecheck; rechecks: () => number } {

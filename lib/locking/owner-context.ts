@@ -13,7 +13,9 @@ export class LockOwner implements HoldOwner {
   private static counter = 0;
   /** Readable, non-secret id: `<instance id>:<n>`. */
   readonly id: string;
-  /** Secret tokens, 128 random bits each; one per mode so the store can tell this owner's read and write holds apart. */
+  /**
+   * Secret tokens, 128 random bits each; one per mode so the store can tell this owner's read and write holds apart.
+   */
   readonly writeToken: string;
   readonly readToken: string;
   /**

@@ -93,7 +93,14 @@ export class Permits {
       ref = this.ref(key, options);
       const resolved = resolveAcquireOptions(this.parts.settings, { ...permitOnly(options), mode: 'write' }, key);
       const boundMs = (waiting ? resolved.waitTimeoutMs : 0) + this.parts.settings.commandTimeoutMs;
-      const request = { owner: new LockOwner(this.parts.instanceId), keys: [key], refs: [ref], options: resolved, waiting, settleBy: performance.now() + boundMs };
+      const request = {
+        owner: new LockOwner(this.parts.instanceId),
+        keys: [key],
+        refs: [ref],
+        options: resolved,
+        waiting,
+        settleBy: performance.now() + boundMs,
+      };
       acquisition = this.parts.track(this.parts.acquirer.acquire(request), boundMs, key);
     } catch (err) {
       return Promise.reject(err instanceof Error ? err : new Error(String(err)));
@@ -108,7 +115,9 @@ export class Permits {
         return await runInPermitFrame(this.parts.instanceId, permit, () => fn(permit));
       } finally {
         await permit.release().catch((err: unknown) => {
-          this.parts.logger.warn(`releasing a permit of "${key}" failed (its lease will free it): ${err instanceof Error ? err.message : String(err)}`);
+          this.parts.logger.warn(
+            `releasing a permit of "${key}" failed (its lease will free it): ${err instanceof Error ? err.message : String(err)}`,
+          );
         });
       }
     })();
@@ -131,7 +140,11 @@ export class Permits {
     const which = typeof holder === 'string' ? { token: holder } : holder === undefined ? {} : { owner: holder?.owner };
     const given = typeof holder === 'string' ? holder : holder === undefined ? undefined : holder?.owner;
     if (holder !== undefined && (typeof given !== 'string' || given.length === 0)) {
-      throw new LockConfigError(`invalid holder for "${key}": expected the non-empty token of a PermitHandle, or { owner } as inspectPermits shows it`, 'token', key);
+      throw new LockConfigError(
+        `invalid holder for "${key}": expected the non-empty token of a PermitHandle, or { owner } as inspectPermits shows it`,
+        'token',
+        key,
+      );
     }
     this.throwIfClosed(key);
     const sentAt = performance.now();
@@ -157,7 +170,11 @@ export class Permits {
   private ref(key: string, options: PermitOptions): PermitRef {
     validateLockKey(key);
     if (options === null || typeof options !== 'object') {
-      throw new LockConfigError(`invalid options for semaphore "${key}": expected an object with a limit`, 'options', key);
+      throw new LockConfigError(
+        `invalid options for semaphore "${key}": expected an object with a limit`,
+        'options',
+        key,
+      );
     }
     const { limit } = options;
     if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_PERMIT_LIMIT) {
@@ -171,7 +188,8 @@ export class Permits {
   }
 
   private store(): PermitStore {
-    if (!this.parts.permits) throw new LockConfigError(this.parts.unsupported ?? 'this lock store has no semaphores', 'redis');
+    if (!this.parts.permits)
+      throw new LockConfigError(this.parts.unsupported ?? 'this lock store has no semaphores', 'redis');
     return this.parts.permits;
   }
 

@@ -25,6 +25,15 @@ export async function acquireOrSkip(
 }
 
 /** What a `skipped` event says of a call on `keys` (its first key) in the current owner context. */
-export function skipped(keys: string | readonly string[], options: AcquireOptions, instanceId: string): { key: string; kind: 'lock'; mode: LockMode; owner: string } {
-  return { key: Array.isArray(keys) ? String(keys[0]) : String(keys), kind: 'lock', mode: options.mode ?? 'write', owner: currentOwner(instanceId).id };
+export function skipped(
+  keys: string | readonly string[],
+  options: AcquireOptions,
+  instanceId: string,
+): { key: string; kind: 'lock'; mode: LockMode; owner: string } {
+  return {
+    key: Array.isArray(keys) ? String(keys[0]) : String(keys),
+    kind: 'lock',
+    mode: options.mode ?? 'write',
+    owner: currentOwner(instanceId).id,
+  };
 }

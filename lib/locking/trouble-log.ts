@@ -65,7 +65,10 @@ export class TroubleLog {
     const reasons = new Map<string, number>();
     for (const e of batch) reasons.set(e.reason, (reasons.get(e.reason) ?? 0) + 1);
     const why = [...reasons].map(([reason, n]) => `${n} ${reason}`).join(', ');
-    const keys = batch.slice(0, KEYS_SHOWN).map((e) => `"${e.key}"`).join(', ');
+    const keys = batch
+      .slice(0, KEYS_SHOWN)
+      .map((e) => `"${e.key}"`)
+      .join(', ');
     const more = batch.length > KEYS_SHOWN ? ` and ${batch.length - KEYS_SHOWN} more` : '';
     this.logger.warn(`lost ${batch.length} locks at once (${why}): ${keys}${more}`);
   }

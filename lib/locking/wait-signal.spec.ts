@@ -106,9 +106,12 @@ describe('WaitSignal', () => {
 
   it.each<[string, (s: WaitSignal, ac: AbortController) => Promise<void>]>([
     ['fired', async (s) => s.fire()],
-    ['timed out', async () => {
-      await jest.advanceTimersByTimeAsync(1_000);
-    }],
+    [
+      'timed out',
+      async () => {
+        await jest.advanceTimersByTimeAsync(1_000);
+      },
+    ],
   ])('removes its abort listener once %s', async (_name, end) => {
     const ac = new AbortController();
     const s = new WaitSignal();

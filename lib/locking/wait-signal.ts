@@ -36,7 +36,10 @@ export class WaitSignal {
 }
 
 /** The callbacks waiting on each caller signal, behind one `abort` listener per signal. */
-const abortCallbacks = new WeakMap<AbortSignal, { readonly callbacks: Set<() => void>; readonly listener: () => void }>();
+const abortCallbacks = new WeakMap<
+  AbortSignal,
+  { readonly callbacks: Set<() => void>; readonly listener: () => void }
+>();
 
 /**
  * Calls `callback` once when `signal` aborts; returns the function that stops listening. However many waiters share

@@ -55,7 +55,14 @@ export class WaitingRoom {
 
   /** Starts listening for `lock`'s wake-ups on behalf of waiter `waiterId`. Call `leave()` when done. */
   enter(lock: LockRef, mode: LockMode, fair: boolean, waiterId: string, owner: string, startedAt: number): Wait {
-    const wait = new Wait(this.store, { lock, mode, fair, waiterId }, owner, startedAt, (w) => this.waits.delete(w), () => this.beat());
+    const wait = new Wait(
+      this.store,
+      { lock, mode, fair, waiterId },
+      owner,
+      startedAt,
+      (w) => this.waits.delete(w),
+      () => this.beat(),
+    );
     this.waits.add(wait);
     return wait;
   }

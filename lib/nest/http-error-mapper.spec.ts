@@ -15,7 +15,13 @@ import { LockConflictException } from './lock-conflict.exception.js';
 const CONTEXT = {} as never;
 
 function timeoutError(): LockAcquireTimeoutError {
-  return new LockAcquireTimeoutError({ key: 'account:1', keys: ['account:1', 'account:2'], mode: 'write', waitedMs: 1234.6, waitTimeoutMs: 1000 });
+  return new LockAcquireTimeoutError({
+    key: 'account:1',
+    keys: ['account:1', 'account:2'],
+    mode: 'write',
+    waitedMs: 1234.6,
+    waitTimeoutMs: 1000,
+  });
 }
 
 describe('DefaultLockHttpErrorMapper', () => {
@@ -71,7 +77,13 @@ describe('DefaultLockHttpErrorMapper', () => {
 
     it.each(['express', 'fastify'] as const)('maps LockUnavailableError to 503 with Retry-After (%s)', (style) => {
       const cause = new Error('Connection is closed.');
-      const error = new LockUnavailableError({ key: 'a', operation: 'acquire', reason: 'unreachable', detail: 'down', cause });
+      const error = new LockUnavailableError({
+        key: 'a',
+        operation: 'acquire',
+        reason: 'unreachable',
+        detail: 'down',
+        cause,
+      });
       const { context, headers } = httpContext(style);
       const mapped = new DefaultLockHttpErrorMapper().map(error, context);
       expect(mapped).toBeInstanceOf(ServiceUnavailableException);

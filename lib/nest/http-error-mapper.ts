@@ -79,7 +79,10 @@ export class DefaultLockHttpErrorMapper implements LockHttpErrorMapper {
 
   /** The application is shutting down. */
   protected closed(error: LockClosedError): unknown {
-    return new ServiceUnavailableException({ statusCode: 503, error: 'Service Unavailable', message: error.message }, { cause: error });
+    return new ServiceUnavailableException(
+      { statusCode: 503, error: 'Service Unavailable', message: error.message },
+      { cause: error },
+    );
   }
 }
 
@@ -93,7 +96,9 @@ const REASON_TEXT: Record<LockUnavailableError['reason'], string> = {
 
 /** Sets a header on the HTTP response, on Express (`setHeader`) and Fastify (`header`) alike. */
 function setResponseHeader(context: ExecutionContext, name: string, value: string): void {
-  const response = context.switchToHttp().getResponse<{ header?: (n: string, v: string) => unknown; setHeader?: (n: string, v: string) => unknown }>();
+  const response = context
+    .switchToHttp()
+    .getResponse<{ header?: (n: string, v: string) => unknown; setHeader?: (n: string, v: string) => unknown }>();
   if (typeof response?.header === 'function') response.header(name, value);
   else if (typeof response?.setHeader === 'function') response.setHeader(name, value);
 }

@@ -79,26 +79,74 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown, OnA
    * (or Redis unavailable) means `fn` is not run and the call resolves to `undefined` (a `skipped` event says why).
    * @example const saved = await locks.withLock(`article:${id}`, () => this.articles.save(id, dto));
    */
-  withLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options: SkipOptions): Promise<T | undefined>;
-  withLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: WaitOptions): Promise<T>;
-  withLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: AcquireOptions): Promise<T | undefined>;
-  withLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: AcquireOptions): Promise<T | undefined> {
+  withLock<T>(
+    keys: string | readonly string[],
+    fn: (lock: LockHandle) => T | Promise<T>,
+    options: SkipOptions,
+  ): Promise<T | undefined>;
+  withLock<T>(
+    keys: string | readonly string[],
+    fn: (lock: LockHandle) => T | Promise<T>,
+    options?: WaitOptions,
+  ): Promise<T>;
+  withLock<T>(
+    keys: string | readonly string[],
+    fn: (lock: LockHandle) => T | Promise<T>,
+    options?: AcquireOptions,
+  ): Promise<T | undefined>;
+  withLock<T>(
+    keys: string | readonly string[],
+    fn: (lock: LockHandle) => T | Promise<T>,
+    options?: AcquireOptions,
+  ): Promise<T | undefined> {
     return this.engine.withLock(keys, fn, options);
   }
 
   /** `withLock` in read mode: shared with other readers. */
-  withReadLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options: ModeFixedOptions & SkipOptions): Promise<T | undefined>;
-  withReadLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: ModeFixedOptions & WaitOptions): Promise<T>;
-  withReadLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: ModeFixedOptions): Promise<T | undefined>;
-  withReadLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: ModeFixedOptions): Promise<T | undefined> {
+  withReadLock<T>(
+    keys: string | readonly string[],
+    fn: (lock: LockHandle) => T | Promise<T>,
+    options: ModeFixedOptions & SkipOptions,
+  ): Promise<T | undefined>;
+  withReadLock<T>(
+    keys: string | readonly string[],
+    fn: (lock: LockHandle) => T | Promise<T>,
+    options?: ModeFixedOptions & WaitOptions,
+  ): Promise<T>;
+  withReadLock<T>(
+    keys: string | readonly string[],
+    fn: (lock: LockHandle) => T | Promise<T>,
+    options?: ModeFixedOptions,
+  ): Promise<T | undefined>;
+  withReadLock<T>(
+    keys: string | readonly string[],
+    fn: (lock: LockHandle) => T | Promise<T>,
+    options?: ModeFixedOptions,
+  ): Promise<T | undefined> {
     return this.engine.withReadLock(keys, fn, options);
   }
 
   /** `withLock` in write mode: exclusive. */
-  withWriteLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options: ModeFixedOptions & SkipOptions): Promise<T | undefined>;
-  withWriteLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: ModeFixedOptions & WaitOptions): Promise<T>;
-  withWriteLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: ModeFixedOptions): Promise<T | undefined>;
-  withWriteLock<T>(keys: string | readonly string[], fn: (lock: LockHandle) => T | Promise<T>, options?: ModeFixedOptions): Promise<T | undefined> {
+  withWriteLock<T>(
+    keys: string | readonly string[],
+    fn: (lock: LockHandle) => T | Promise<T>,
+    options: ModeFixedOptions & SkipOptions,
+  ): Promise<T | undefined>;
+  withWriteLock<T>(
+    keys: string | readonly string[],
+    fn: (lock: LockHandle) => T | Promise<T>,
+    options?: ModeFixedOptions & WaitOptions,
+  ): Promise<T>;
+  withWriteLock<T>(
+    keys: string | readonly string[],
+    fn: (lock: LockHandle) => T | Promise<T>,
+    options?: ModeFixedOptions,
+  ): Promise<T | undefined>;
+  withWriteLock<T>(
+    keys: string | readonly string[],
+    fn: (lock: LockHandle) => T | Promise<T>,
+    options?: ModeFixedOptions,
+  ): Promise<T | undefined> {
     return this.engine.withWriteLock(keys, fn, options);
   }
 
@@ -162,7 +210,10 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown, OnA
     return this.engine.on(event, listener);
   }
 
-  /** Round trip to Redis on the command and wake-up connections, each bounded by `timeoutMs` (default 1000). Never rejects. */
+  /**
+   * Round trip to Redis on the command and wake-up connections, each bounded by `timeoutMs` (default 1000). Never
+   * rejects.
+   */
   ping(timeoutMs?: number): Promise<LockPing> {
     return this.engine.ping(timeoutMs);
   }

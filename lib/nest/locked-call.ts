@@ -54,7 +54,13 @@ function takeDeferredRelease(target: unknown): DeferredRelease | undefined {
  * - a method declaring an `Observable` return: acquire on subscription, release when it completes;
  * - anything else: acquire, await the result, release.
  */
-export function invokeLocked(spec: LockedMethodSpec, wrapper: AnyMethod, original: AnyMethod, self: unknown, args: unknown[]): unknown {
+export function invokeLocked(
+  spec: LockedMethodSpec,
+  wrapper: AnyMethod,
+  original: AnyMethod,
+  self: unknown,
+  args: unknown[],
+): unknown {
   const deferred = takeDeferredRelease(wrapper);
   let runtime: LockRuntime;
   let keys: string[];
@@ -84,8 +90,8 @@ export function invokeLocked(spec: LockedMethodSpec, wrapper: AnyMethod, origina
             !handle
               ? of(undefined)
               : (runUnder(engine, handle, () => original.apply(self, args)) as Observable<unknown>).pipe(
-              finalize(() => settleInBackground(runtime, spec, handle)),
-            ),
+                  finalize(() => settleInBackground(runtime, spec, handle)),
+                ),
           ),
         ),
       ),
@@ -115,7 +121,12 @@ export function invokeLocked(spec: LockedMethodSpec, wrapper: AnyMethod, origina
  * Releases `handle` (never rejects for the release itself) and applies `onLockLost` if the lock was lost while
  * the method ran: rejects with the `LockLostError` for `'throw'`.
  */
-async function settle(runtime: LockRuntime, spec: LockedMethodSpec, handle: HeldByMethod, applyLost = true): Promise<void> {
+async function settle(
+  runtime: LockRuntime,
+  spec: LockedMethodSpec,
+  handle: HeldByMethod,
+  applyLost = true,
+): Promise<void> {
   // The signal of a lock handle is only ever aborted with a LockLostError.
   const lost = handle.signal.aborted ? (handle.signal.reason as Error) : undefined;
   await handle.release().catch((err: unknown) => {
@@ -135,7 +146,12 @@ export function settleInBackground(runtime: LockRuntime, spec: LockedMethodSpec,
 }
 
 /** The method's lock, or its permit for `@Semaphore` (one key); `null` when skipped (`ifLocked: 'skip'`). */
-function acquireFor(engine: LockEngine, spec: LockedMethodSpec, keys: readonly string[], failWhenUnavailable = false): Promise<HeldByMethod | null> {
+function acquireFor(
+  engine: LockEngine,
+  spec: LockedMethodSpec,
+  keys: readonly string[],
+  failWhenUnavailable = false,
+): Promise<HeldByMethod | null> {
   if (spec.permitLimit === undefined) return engine.acquireOrSkipChecked(keys, spec.options, failWhenUnavailable);
   const { leaseMs, autoExtend, waitTimeoutMs, fair } = spec.options;
   return engine.acquirePermit(keys[0], { limit: spec.permitLimit, leaseMs, autoExtend, waitTimeoutMs, fair });
@@ -143,12 +159,21 @@ function acquireFor(engine: LockEngine, spec: LockedMethodSpec, keys: readonly s
 
 /** Runs `fn` with a lock as the current one, or inside a permit's call (nested acquisitions of it count it). */
 function runUnder<T>(engine: LockEngine, held: HeldByMethod, fn: () => T): T {
-  return 'limit' in held ? runInPermitFrame(engine.instanceId, held as PermitHandle, fn) : engine.runWithHandle(held as LockHandle, fn);
+  return 'limit' in held
+    ? runInPermitFrame(engine.instanceId, held as PermitHandle, fn)
+    : engine.runWithHandle(held as LockHandle, fn);
 }
 
 /** The conflict a controller answers for a request skipped because the lock was busy (`ifLocked: 'skip'`). */
 function skippedRequest(spec: LockedMethodSpec, keys: readonly string[]): LockAcquireTimeoutError {
-  return new LockAcquireTimeoutError({ key: keys[0], keys, mode: spec.mode, waitedMs: 0, waitTimeoutMs: 0, limit: spec.permitLimit });
+  return new LockAcquireTimeoutError({
+    key: keys[0],
+    keys,
+    mode: spec.mode,
+    waitedMs: 0,
+    waitTimeoutMs: 0,
+    limit: spec.permitLimit,
+  });
 }
 
 function describe(err: unknown): string {

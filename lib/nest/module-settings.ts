@@ -25,19 +25,31 @@ const ON_LOCK_LOST: readonly OnLockLost[] = ['warn', 'throw', 'ignore'];
 export function resolveModuleSettings(options: RedisLockModuleOptions): ModuleSettings {
   const onLockLost = options.onLockLost ?? DEFAULT_MODULE_SETTINGS.onLockLost;
   if (!ON_LOCK_LOST.includes(onLockLost)) {
-    throw new LockConfigError(`invalid onLockLost: ${String(onLockLost)}; expected 'warn', 'throw' or 'ignore'`, 'onLockLost');
+    throw new LockConfigError(
+      `invalid onLockLost: ${String(onLockLost)}; expected 'warn', 'throw' or 'ignore'`,
+      'onLockLost',
+    );
   }
   const conflictStatus = options.conflictStatus ?? DEFAULT_MODULE_SETTINGS.conflictStatus;
   if (!Number.isInteger(conflictStatus) || conflictStatus < 400 || conflictStatus > 599) {
-    throw new LockConfigError(`invalid conflictStatus: ${String(conflictStatus)}; expected an HTTP error status from 400 to 599`, 'conflictStatus');
+    throw new LockConfigError(
+      `invalid conflictStatus: ${String(conflictStatus)}; expected an HTTP error status from 400 to 599`,
+      'conflictStatus',
+    );
   }
   const httpErrorMapper = options.httpErrorMapper ?? new DefaultLockHttpErrorMapper(conflictStatus);
   if (typeof (httpErrorMapper as Partial<LockHttpErrorMapper>).map !== 'function') {
-    throw new LockConfigError('invalid httpErrorMapper: expected an object with a map(error, context) method', 'httpErrorMapper');
+    throw new LockConfigError(
+      'invalid httpErrorMapper: expected an object with a map(error, context) method',
+      'httpErrorMapper',
+    );
   }
   const metrics = options.metrics ?? DEFAULT_MODULE_SETTINGS.metrics;
   if (typeof metrics !== 'boolean' && (metrics === null || typeof metrics !== 'object')) {
-    throw new LockConfigError(`invalid metrics: ${String(metrics)}; expected true, false or { meter, keyAttribute }`, 'metrics');
+    throw new LockConfigError(
+      `invalid metrics: ${String(metrics)}; expected true, false or { meter, keyAttribute }`,
+      'metrics',
+    );
   }
   return Object.freeze({ onLockLost, conflictStatus, httpErrorMapper, metrics: metrics === true ? {} : metrics });
 }

@@ -38,11 +38,19 @@ export class SemaphoreStartupCheck implements OnModuleInit {
     const found = new Set<string>();
     for (const wrapper of [...this.discovery.getProviders(), ...this.discovery.getControllers()]) {
       const instance: unknown = wrapper.instance;
-      const prototype: unknown = instance && typeof instance === 'object' ? Object.getPrototypeOf(instance) : wrapper.inject ? undefined : wrapper.metatype?.prototype;
+      const prototype: unknown =
+        instance && typeof instance === 'object'
+          ? Object.getPrototypeOf(instance)
+          : wrapper.inject
+            ? undefined
+            : wrapper.metatype?.prototype;
       if (!prototype || typeof prototype !== 'object') continue;
       for (const name of this.scanner.getAllMethodNames(prototype)) {
         const method = (prototype as Record<string, unknown>)[name];
-        const spec = typeof method === 'function' ? (Reflect.getMetadata(LOCKED_METADATA, method) as LockedMethodSpec | undefined) : undefined;
+        const spec =
+          typeof method === 'function'
+            ? (Reflect.getMetadata(LOCKED_METADATA, method) as LockedMethodSpec | undefined)
+            : undefined;
         if (spec?.permitLimit !== undefined) found.add(spec.method);
       }
     }

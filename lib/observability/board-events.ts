@@ -26,11 +26,45 @@ export class RecentEvents {
     const at = () => new Date().toISOString();
     this.unsubscribe.push(
       engine.on('acquired', (e) =>
-        this.add({ type: 'acquired', key: e.key, mode: e.mode, owner: e.owner, at: at(), detail: `${e.reentrant ? 're-entered' : 'waited'} ${ms(e.waitedMs)}` }),
+        this.add({
+          type: 'acquired',
+          key: e.key,
+          mode: e.mode,
+          owner: e.owner,
+          at: at(),
+          detail: `${e.reentrant ? 're-entered' : 'waited'} ${ms(e.waitedMs)}`,
+        }),
       ),
-      engine.on('released', (e) => this.add({ type: 'released', key: e.key, mode: e.mode, owner: e.owner, at: at(), detail: `held ${ms(e.heldMs)}` })),
-      engine.on('lost', (e) => this.add({ type: 'lost', key: e.key, mode: e.mode, owner: e.owner, at: at(), detail: `${e.error.reason} after ${ms(e.heldMs)}` })),
-      engine.on('timeout', (e) => this.add({ type: 'timeout', key: e.key, mode: e.mode, owner: e.owner, at: at(), detail: `gave up after ${ms(e.waitedMs)}` })),
+      engine.on('released', (e) =>
+        this.add({
+          type: 'released',
+          key: e.key,
+          mode: e.mode,
+          owner: e.owner,
+          at: at(),
+          detail: `held ${ms(e.heldMs)}`,
+        }),
+      ),
+      engine.on('lost', (e) =>
+        this.add({
+          type: 'lost',
+          key: e.key,
+          mode: e.mode,
+          owner: e.owner,
+          at: at(),
+          detail: `${e.error.reason} after ${ms(e.heldMs)}`,
+        }),
+      ),
+      engine.on('timeout', (e) =>
+        this.add({
+          type: 'timeout',
+          key: e.key,
+          mode: e.mode,
+          owner: e.owner,
+          at: at(),
+          detail: `gave up after ${ms(e.waitedMs)}`,
+        }),
+      ),
       engine.on('held-too-long', (e) =>
         this.add({
           type: 'held-too-long',

@@ -8,7 +8,10 @@ import type { BoardEntry, BoardHolder, WaitAgeSource } from './board-snapshot.ty
 import { bounded } from './key-scan.js';
 
 /** What the board and the CLI need of a lock engine (internal members included). */
-export type BoardEngine = Pick<LockEngine, 'settings' | 'inspect' | 'forceRelease' | 'inspectPermits' | 'forceReleasePermits' | 'scanConnections' | 'waitRecords'>;
+export type BoardEngine = Pick<
+  LockEngine,
+  'settings' | 'inspect' | 'forceRelease' | 'inspectPermits' | 'forceReleasePermits' | 'scanConnections' | 'waitRecords'
+>;
 
 /** What a kind's `read` is given besides the keys. */
 export interface BoardReadContext {
@@ -31,7 +34,9 @@ export interface BoardKind {
    * the scan asks Redis for those names only; otherwise it lists every name of the prefix and `keyOf` sorts them.
    */
   readonly nameSuffix?: string;
-  /** The key of a scanned name (the `keyPrefix` removed, so it starts with `{`), or `undefined` when not this kind's. */
+  /**
+   * The key of a scanned name (the `keyPrefix` removed, so it starts with `{`), or `undefined` when not this kind's.
+   */
   keyOf(name: string): string | undefined;
   /** Reads `keys` (all found held a moment ago): one entry each, `null` for a key no longer held. */
   read(keys: readonly string[], context: BoardReadContext): Promise<readonly (BoardEntry | null)[]>;
@@ -69,7 +74,9 @@ export const LOCK_KIND: BoardKind = {
       context,
       infos.flatMap((info) => (info && info.waiting > 0 ? [info.key] : [])),
     );
-    return infos.map((info) => (info ? lockEntry(info, context, fairAges.get(info.key), ownWaits.get(info.key)) : null));
+    return infos.map((info) =>
+      info ? lockEntry(info, context, fairAges.get(info.key), ownWaits.get(info.key)) : null,
+    );
   },
   async forceRelease(key, engine) {
     try {
@@ -84,7 +91,16 @@ export const LOCK_KIND: BoardKind = {
 
 /** A semaphore as a row: mode `permits u/n`, every holder a writer of its own permit. */
 function lockInfoOfPermits(p: PermitInfo): LockInfo & { readonly permits: string } {
-  return { key: p.key, mode: 'write', holders: p.holders, waiting: p.waiting, waitingWriters: p.waiting, waitingReaders: 0, fencingToken: p.fencingToken, permits: `${p.used}/${p.limit}` };
+  return {
+    key: p.key,
+    mode: 'write',
+    holders: p.holders,
+    waiting: p.waiting,
+    waitingWriters: p.waiting,
+    waitingReaders: 0,
+    fencingToken: p.fencingToken,
+    permits: `${p.used}/${p.limit}`,
+  };
 }
 
 /**
@@ -109,7 +125,12 @@ export const SEMAPHORE_KIND: BoardKind = {
 /** The kinds the board and the CLI list, in the order a scanned name is offered to them. */
 export const BOARD_KINDS: readonly BoardKind[] = [LOCK_KIND, SEMAPHORE_KIND];
 
-function lockEntry(info: LockInfo, context: BoardReadContext, fairAgeMs: number | undefined, ownAgeMs: number | undefined): BoardEntry {
+function lockEntry(
+  info: LockInfo,
+  context: BoardReadContext,
+  fairAgeMs: number | undefined,
+  ownAgeMs: number | undefined,
+): BoardEntry {
   const holders: BoardHolder[] = info.holders.map((h) => ({
     mode: h.mode,
     owner: h.owner,
@@ -126,7 +147,8 @@ function lockEntry(info: LockInfo, context: BoardReadContext, fairAgeMs: number 
   let oldestWaitMs: number | null = null;
   let oldestWaitSource: WaitAgeSource | null = null;
   if (fairAgeMs !== undefined) [oldestWaitMs, oldestWaitSource] = [Math.round(fairAgeMs), 'fair-queue'];
-  if (ownAgeMs !== undefined && (oldestWaitMs === null || ownAgeMs > oldestWaitMs)) [oldestWaitMs, oldestWaitSource] = [Math.round(ownAgeMs), 'this-process'];
+  if (ownAgeMs !== undefined && (oldestWaitMs === null || ownAgeMs > oldestWaitMs))
+    [oldestWaitMs, oldestWaitSource] = [Math.round(ownAgeMs), 'this-process'];
   const { holdWarningMs, waitWarningMs } = context;
   const permits = (info as { readonly permits?: string }).permits;
   return {
@@ -171,7 +193,11 @@ async function fairQueueAges(context: BoardReadContext, keys: readonly string[])
   const timeoutMs = context.engine.settings.commandTimeoutMs;
   await mapLimited(keys, READ_CONCURRENCY, async (key) => {
     try {
-      const head = await bounded(client.zrange(lockKeys(prefix, key).queue, '0', '0', 'WITHSCORES'), timeoutMs, 'ZRANGE');
+      const head = await bounded(
+        client.zrange(lockKeys(prefix, key).queue, '0', '0', 'WITHSCORES'),
+        timeoutMs,
+        'ZRANGE',
+      );
       if (head.length === 2) ages.set(key, Math.max(0, context.redisNowMs - Number(head[1]) / 1000));
     } catch {
       // Unknown age: the entry shows the waiting count without it.

@@ -51,7 +51,9 @@ export class BoardSnapshots {
     if (fresh(own)) return own.snapshot;
     const all = this.cache.get('');
     if (filter !== '' && fresh(all)) {
-      const derived = all.snapshot.then((s) => (s.complete && s.more === 0 && !s.error ? narrow(s, filter) : undefined));
+      const derived = all.snapshot.then((s) =>
+        s.complete && s.more === 0 && !s.error ? narrow(s, filter) : undefined,
+      );
       return derived.then((s) => s ?? this.take(filter));
     }
     return this.take(filter);
@@ -89,7 +91,12 @@ export class BoardSnapshots {
   private async scanAndRead(filter: string): Promise<BoardSnapshot> {
     const started = performance.now();
     const { engine, settings } = this;
-    const base = { keyPrefix: engine.settings.keyPrefix, filter, holdWarningMs: settings.holdWarningMs, waitWarningMs: settings.waitWarningMs };
+    const base = {
+      keyPrefix: engine.settings.keyPrefix,
+      filter,
+      holdWarningMs: settings.holdWarningMs,
+      waitWarningMs: settings.waitWarningMs,
+    };
     const finish = (rest: Omit<BoardSnapshot, keyof typeof base | 'takenAt' | 'durationMs'>): BoardSnapshot => ({
       takenAt: new Date().toISOString(),
       durationMs: Math.round(performance.now() - started),
@@ -98,7 +105,15 @@ export class BoardSnapshots {
     });
     const connections = engine.scanConnections();
     if (connections.length === 0) {
-      return finish({ entries: [], found: 0, more: 0, complete: false, cut: null, failures: [], error: 'this lock store keeps no keys in Redis (testing module): nothing to list' });
+      return finish({
+        entries: [],
+        found: 0,
+        more: 0,
+        complete: false,
+        cut: null,
+        failures: [],
+        error: 'this lock store keeps no keys in Redis (testing module): nothing to list',
+      });
     }
     const suffixes = new Set(settings.kinds.map((k) => k.nameSuffix ?? ''));
     const suffix = suffixes.size === 1 ? [...suffixes][0] : '';
@@ -108,12 +123,21 @@ export class BoardSnapshots {
       count: settings.scanCount,
       budgetMs: settings.scanBudgetMs,
       callTimeoutMs: engine.settings.commandTimeoutMs,
-      // Reading is capped at maxKeys: scanning on only to count the rest would cost Redis as much as the whole keyspace.
+      // Reading is capped at maxKeys: scanning on only to count the rest would cost Redis as much as the whole
+      // keyspace.
       stopAfter: settings.maxKeys,
     });
     if (scan.masters === 0 || scan.failures.length >= scan.masters) {
       const error = scan.failures.map((f) => `${f.master}: ${f.error}`).join('; ') || 'no Redis master to scan';
-      return finish({ entries: [], found: 0, more: 0, complete: false, cut: null, failures: scan.failures, error: `Redis cannot be reached: ${error}` });
+      return finish({
+        entries: [],
+        found: 0,
+        more: 0,
+        complete: false,
+        cut: null,
+        failures: scan.failures,
+        error: `Redis cannot be reached: ${error}`,
+      });
     }
     const found: { kind: BoardKind; key: string }[] = [];
     for (const name of scan.names) {
@@ -137,10 +161,25 @@ export class BoardSnapshots {
         if (keys.length > 0) for (const e of await kind.read(keys, context)) if (e) entries.push(e);
       }
       entries.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-      return finish({ entries, found: found.length, more: found.length - chosen.length, complete: scan.complete, cut: scan.cut ?? null, failures: scan.failures });
+      return finish({
+        entries,
+        found: found.length,
+        more: found.length - chosen.length,
+        complete: scan.complete,
+        cut: scan.cut ?? null,
+        failures: scan.failures,
+      });
     } catch (err) {
       const error = err instanceof Error ? err.message : String(err);
-      return finish({ entries: [], found: found.length, more: 0, complete: false, cut: scan.cut ?? null, failures: scan.failures, error });
+      return finish({
+        entries: [],
+        found: found.length,
+        more: 0,
+        complete: false,
+        cut: scan.cut ?? null,
+        failures: scan.failures,
+        error,
+      });
     }
   }
 

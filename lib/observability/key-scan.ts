@@ -43,7 +43,11 @@ export function globEscape(text: string): string {
  * bounded; a master that fails or times out is reported in `failures` and the others are still scanned. A name
  * found on several masters (quorum) is listed once.
  */
-export async function scanKeys(connections: readonly RedisClient[], pattern: string, limits: ScanLimits): Promise<ScanResult> {
+export async function scanKeys(
+  connections: readonly RedisClient[],
+  pattern: string,
+  limits: ScanLimits,
+): Promise<ScanResult> {
   const deadline = performance.now() + limits.budgetMs;
   const nodes = connections.flatMap((c) => mastersOf(c));
   const seen = new Set<string>();
@@ -78,7 +82,11 @@ export async function scanKeys(connections: readonly RedisClient[], pattern: str
           cut = 'max-keys';
           break;
         }
-        const [next, batch] = await bounded(node.scan(cursor, 'MATCH', globEscape(own) + pattern, 'COUNT', limits.count), limits.callTimeoutMs, 'SCAN');
+        const [next, batch] = await bounded(
+          node.scan(cursor, 'MATCH', globEscape(own) + pattern, 'COUNT', limits.count),
+          limits.callTimeoutMs,
+          'SCAN',
+        );
         cursor = next;
         for (const name of batch) seen.add(own && name.startsWith(own) ? name.slice(own.length) : name);
       } while (cursor !== '0');
@@ -104,7 +112,13 @@ function mastersOf(client: RedisClient): ScanNode[] {
   if (masters.length === 0) {
     // No slot map yet: the client is still connecting, or could not reach any node.
     const status = client.status;
-    return [{ node: client as unknown as Redis, label: 'cluster', failure: `no Cluster master known (client ${status}): Redis Cluster cannot be reached` }];
+    return [
+      {
+        node: client as unknown as Redis,
+        label: 'cluster',
+        failure: `no Cluster master known (client ${status}): Redis Cluster cannot be reached`,
+      },
+    ];
   }
   return masters.map((node) => ({ node, label: labelOf(node) }));
 }

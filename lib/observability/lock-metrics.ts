@@ -3,10 +3,16 @@ import type { LockLogger } from '../locking/lock-events.js';
 
 /** The parts of an OpenTelemetry `Meter` used here (kept structural so `@opentelemetry/api` stays optional). */
 export interface MeterLike {
-  createHistogram(name: string, options?: { description?: string; unit?: string }): {
+  createHistogram(
+    name: string,
+    options?: { description?: string; unit?: string },
+  ): {
     record(value: number, attributes?: Record<string, string>): void;
   };
-  createCounter(name: string, options?: { description?: string; unit?: string }): {
+  createCounter(
+    name: string,
+    options?: { description?: string; unit?: string },
+  ): {
     add(value: number, attributes?: Record<string, string>): void;
   };
 }
@@ -33,20 +39,39 @@ export const LOCK_METRICS = Object.freeze({
 
 /**
  * Records the engine's events as OpenTelemetry metrics: wait and hold time histograms (ms), counters for
- * acquisitions, contention, timeouts, lost locks, held-too-long alarms and skipped calls, tagged by `lock.kind` (`'lock'`
+ * acquisitions, contention, timeouts, lost locks, held-too-long alarms and skipped calls, tagged by `lock.kind`
+ * (`'lock'`
  * or `'semaphore'`) and `lock.mode` (and `lock.key` when opted in). Returns a function that detaches it.
  */
-export function attachLockMetrics(engine: LockEngine, meter: MeterLike, options: Omit<LockMetricsOptions, 'meter'> = {}): () => void {
-  const waitDuration = meter.createHistogram(LOCK_METRICS.waitDuration, { description: 'Time spent acquiring a lock', unit: 'ms' });
-  const holdDuration = meter.createHistogram(LOCK_METRICS.holdDuration, { description: 'Time a lock was held', unit: 'ms' });
-  const acquired = meter.createCounter(LOCK_METRICS.acquired, { description: 'Locks acquired (reentrant ones included)' });
+export function attachLockMetrics(
+  engine: LockEngine,
+  meter: MeterLike,
+  options: Omit<LockMetricsOptions, 'meter'> = {},
+): () => void {
+  const waitDuration = meter.createHistogram(LOCK_METRICS.waitDuration, {
+    description: 'Time spent acquiring a lock',
+    unit: 'ms',
+  });
+  const holdDuration = meter.createHistogram(LOCK_METRICS.holdDuration, {
+    description: 'Time a lock was held',
+    unit: 'ms',
+  });
+  const acquired = meter.createCounter(LOCK_METRICS.acquired, {
+    description: 'Locks acquired (reentrant ones included)',
+  });
   const contended = meter.createCounter(LOCK_METRICS.contended, { description: 'Acquisitions that had to wait' });
   const timeouts = meter.createCounter(LOCK_METRICS.timeouts, { description: 'Acquisitions that timed out' });
   const lost = meter.createCounter(LOCK_METRICS.lost, { description: 'Locks lost while held' });
-  const heldTooLong = meter.createCounter(LOCK_METRICS.heldTooLong, { description: 'Holds or waits past their alarm threshold' });
-  const skipped = meter.createCounter(LOCK_METRICS.skipped, { description: "Calls not run because the lock was busy or Redis unavailable (ifLocked: 'skip')" });
+  const heldTooLong = meter.createCounter(LOCK_METRICS.heldTooLong, {
+    description: 'Holds or waits past their alarm threshold',
+  });
+  const skipped = meter.createCounter(LOCK_METRICS.skipped, {
+    description: "Calls not run because the lock was busy or Redis unavailable (ifLocked: 'skip')",
+  });
   const attrs = (e: { key: string; kind: string; mode: string }): Record<string, string> =>
-    options.keyAttribute ? { 'lock.kind': e.kind, 'lock.mode': e.mode, 'lock.key': e.key } : { 'lock.kind': e.kind, 'lock.mode': e.mode };
+    options.keyAttribute
+      ? { 'lock.kind': e.kind, 'lock.mode': e.mode, 'lock.key': e.key }
+      : { 'lock.kind': e.kind, 'lock.mode': e.mode };
   const offs = [
     engine.on('acquired', (e) => {
       const a = { ...attrs(e), 'lock.reentrant': String(e.reentrant) };

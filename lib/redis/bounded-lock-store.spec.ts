@@ -29,13 +29,20 @@ function standIn() {
     release: () => call('release'),
     inspect: () => call('inspect'),
     describeFailure: (failure: unknown, operation: LockOperation, key: string | undefined) =>
-      new LockUnavailableError({ key, operation, reason: failure === TIMED_OUT ? 'timeout' : 'unreachable', detail: 'x', cause: failure }),
+      new LockUnavailableError({
+        key,
+        operation,
+        reason: failure === TIMED_OUT ? 'timeout' : 'unreachable',
+        detail: 'x',
+        cause: failure,
+      }),
   } as unknown as LockStore;
   return { store, pending };
 }
 
 const lockOf = (key: string) => ({ key });
-const acquireCall = (key: string) => ({ lock: lockOf(key), mode: 'write', token: 't', leaseMs: 1_000, seq: 1 }) as unknown as AcquireCall;
+const acquireCall = (key: string) =>
+  ({ lock: lockOf(key), mode: 'write', token: 't', leaseMs: 1_000, seq: 1 }) as unknown as AcquireCall;
 
 async function outcome(p: Promise<unknown>): Promise<{ ms: number; error?: unknown; value?: unknown }> {
   const start = performance.now();

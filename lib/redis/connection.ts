@@ -45,7 +45,10 @@ export function ownedConnectionDefaults(tuning: ConnectionTuning): RedisOptions 
 }
 
 /** @internal Opens (or adopts) the command connection and opens the subscriber connection. */
-export function openConnections(input: RedisConnectionInput | undefined, tuning: ConnectionTuning = { commandTimeoutMs: 2_000 }): LockConnections {
+export function openConnections(
+  input: RedisConnectionInput | undefined,
+  tuning: ConnectionTuning = { commandTimeoutMs: 2_000 },
+): LockConnections {
   const defaults = ownedConnectionDefaults(tuning);
   let client: RedisClient;
   let owned: boolean;
@@ -83,7 +86,10 @@ export function openConnections(input: RedisConnectionInput | undefined, tuning:
     subscriber,
     owned,
     async close() {
-      await Promise.all([subscriber ? quietly(subscriber, tuning.commandTimeoutMs) : undefined, owned ? quietly(client, tuning.commandTimeoutMs) : undefined]);
+      await Promise.all([
+        subscriber ? quietly(subscriber, tuning.commandTimeoutMs) : undefined,
+        owned ? quietly(client, tuning.commandTimeoutMs) : undefined,
+      ]);
     },
   };
 }
@@ -108,7 +114,8 @@ async function quietly(c: RedisClient, timeoutMs: number): Promise<void> {
 }
 
 /**
- * @internal Reports a connection's trouble once per outage: the first error after it was up (`lost`), then nothing until it
+ * @internal Reports a connection's trouble once per outage: the first error after it was up (`lost`), then nothing
+ * until it
  * is ready again (`restored`, with how long it was down). ioredis emits an error per reconnect attempt; this turns
  * them into one line when the connection drops and one when it is back. `errors: false` watches closes only, for a
  * client the application passed in: its errors stay its own listeners' business (an `error` listener would also

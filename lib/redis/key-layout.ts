@@ -68,7 +68,17 @@ export function lockKeys(prefix: string, key: string, channelPrefix = ''): LockK
   const readers = `${base}:rq`;
   const queue = `${base}:fq`;
   const deadlines = `${base}:fd`;
-  return { key, state, leases, writers, readers, queue, deadlines, channel: `${channelPrefix}${base}:ch`, all: [state, leases, writers, readers, queue, deadlines] };
+  return {
+    key,
+    state,
+    leases,
+    writers,
+    readers,
+    queue,
+    deadlines,
+    channel: `${channelPrefix}${base}:ch`,
+    all: [state, leases, writers, readers, queue, deadlines],
+  };
 }
 
 /** Whether `s` has no lone surrogate (`String.prototype.isWellFormed`, Node 20+). */

@@ -5,7 +5,9 @@ import type { LuaScript } from './lua-scripts.js';
 import type { BatchScripts, NodeBatches } from './node-batches.js';
 import type { ScriptGateway } from './script-gateway.js';
 
-/** A renewal script (KEYS: state and leases of each hold; ARGV: token and leaseMs of each) and its cross-slot variant. */
+/**
+ * A renewal script (KEYS: state and leases of each hold; ARGV: token and leaseMs of each) and its cross-slot variant.
+ */
 export type RenewScripts = BatchScripts<RenewCall>;
 
 /** The renewal scripts of one kind: `perSlot` (RENEW_MANY for locks) and its `crossSlot` variant (see `crossSlot`). */
@@ -39,7 +41,9 @@ export class LeaseRenewals {
    * misrouted. Replies: 1 renewed, 0 not held.
    */
   async renew(holds: readonly RenewCall[], scripts: RenewScripts = LOCK_RENEWALS): Promise<boolean[]> {
-    const replies = await this.batches.call(holds, scripts, (script, keys, args) => this.gateway.write(script, keys, args));
+    const replies = await this.batches.call(holds, scripts, (script, keys, args) =>
+      this.gateway.write(script, keys, args),
+    );
     return replies.map((r) => r === 1);
   }
 }

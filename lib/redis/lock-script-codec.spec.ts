@@ -19,11 +19,23 @@ describe('decodeHolder', () => {
   const SINCE = 1_700_000_000_123;
 
   it.each<[string, string, Partial<LockHolderInfo>]>([
-    ['a plain record', `2|17|42|${SINCE}|web-1|4242|orders|inst-1:7`, { holdCount: 2, fencingToken: 42, host: 'web-1', pid: 4242, app: 'orders', owner: 'inst-1:7' }],
-    ['an owner id containing |', `1|3|9|${SINCE}|web-1|1|orders|a|b||c|`, { owner: 'a|b||c|', app: 'orders', host: 'web-1' }],
+    [
+      'a plain record',
+      `2|17|42|${SINCE}|web-1|4242|orders|inst-1:7`,
+      { holdCount: 2, fencingToken: 42, host: 'web-1', pid: 4242, app: 'orders', owner: 'inst-1:7' },
+    ],
+    [
+      'an owner id containing |',
+      `1|3|9|${SINCE}|web-1|1|orders|a|b||c|`,
+      { owner: 'a|b||c|', app: 'orders', host: 'web-1' },
+    ],
     ['an empty app name', `1|1|5|${SINCE}|h|77||o:1`, { app: '', owner: 'o:1', pid: 77 }],
     ['an empty owner id', `1|1|5|${SINCE}|h|77|app|`, { app: 'app', owner: '' }],
-    ['a large hold count and fence', `1000|99|9007199254740991|${SINCE}|h|1|a|o`, { holdCount: 1000, fencingToken: 9_007_199_254_740_991 }],
+    [
+      'a large hold count and fence',
+      `1000|99|9007199254740991|${SINCE}|h|1|a|o`,
+      { holdCount: 1000, fencingToken: 9_007_199_254_740_991 },
+    ],
   ])('decodes %s', (_name, record, expected) => {
     expect(decodeHolder(record, 'read', 1500)).toMatchObject(expected);
   });

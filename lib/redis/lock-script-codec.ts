@@ -12,7 +12,11 @@ import type { AcquireCall, AcquireReply, BlockedBy, ReleaseReply, WakeUp } from 
 const BLOCKED_BY: readonly BlockedBy[] = ['writer', 'writer', 'readers', 'waiting-writer', 'not-held', 'fair-queue'];
 
 /** `host|pid|app|`, the start of every holder record's identity part (`|` in the names replaced by `_`). */
-export function holderIdentity(identity: { readonly host: string; readonly pid: number; readonly app: string }): string {
+export function holderIdentity(identity: {
+  readonly host: string;
+  readonly pid: number;
+  readonly app: string;
+}): string {
   const clean = (s: string) => s.replace(/\|/g, '_');
   return `${clean(identity.host)}|${identity.pid}|${clean(identity.app)}|`;
 }

@@ -153,7 +153,10 @@ export type AcquireReply =
       readonly blockedBy: BlockedBy;
     };
 
-/** `'ended'`: the hold is gone; `'level'`: one reentrant level released (or this release was applied already); `'not-held'`. */
+/**
+ * `'ended'`: the hold is gone; `'level'`: one reentrant level released (or this release was applied already);
+ * `'not-held'`.
+ */
 export type ReleaseReply = 'ended' | 'level' | 'not-held';
 
 /** One lease to renew. */

@@ -39,7 +39,8 @@ interface Subscription {
 }
 
 /**
- * One subscriber per engine (a connection, or one per Cluster master), shared by every waiter. Subscriptions are reference-counted per lock
+ * One subscriber per engine (a connection, or one per Cluster master), shared by every waiter. Subscriptions are
+ * reference-counted per lock
  * channel and kept for a short linger after the last waiter leaves, so a busy lock is not re-subscribed for
  * every acquisition.
  */
@@ -62,7 +63,10 @@ export class LockSubscriber {
    * Adds `listener` to `channel`. When the subscription is already confirmed, the listener is live when this
    * returns (`live: true`); otherwise `ready` resolves once Redis confirmed the SUBSCRIBE.
    */
-  listen(channel: string, listener: Listener): { readonly live: boolean; readonly ready: Promise<void>; readonly stop: () => void } {
+  listen(
+    channel: string,
+    listener: Listener,
+  ): { readonly live: boolean; readonly ready: Promise<void>; readonly stop: () => void } {
     let sub = this.subs.get(channel);
     if (!sub) {
       const created: Subscription = {

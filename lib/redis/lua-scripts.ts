@@ -791,7 +791,20 @@ export const ACQUIRE_BATCH = batched(ACQUIRE);
 export const RELEASE_BATCH = batched(RELEASE);
 
 /** Every script the library may send, standalone and Cluster variants alike (for the SHA → source lookup). */
-export const ALL_SCRIPTS: readonly LuaScript[] = [ACQUIRE, ACQUIRE_BATCH, CANCEL_WAIT, EXTEND, FORCE_RELEASE, INSPECT, KEEP_WAITING, KEEP_WAITING_CROSS_SLOT, RELEASE, RELEASE_BATCH, RENEW_MANY, RENEW_MANY_CROSS_SLOT].flatMap((s) => {
+export const ALL_SCRIPTS: readonly LuaScript[] = [
+  ACQUIRE,
+  ACQUIRE_BATCH,
+  CANCEL_WAIT,
+  EXTEND,
+  FORCE_RELEASE,
+  INSPECT,
+  KEEP_WAITING,
+  KEEP_WAITING_CROSS_SLOT,
+  RELEASE,
+  RELEASE_BATCH,
+  RENEW_MANY,
+  RENEW_MANY_CROSS_SLOT,
+].flatMap((s) => {
   const variant = sharded(s);
   return variant === s ? [s] : [s, variant];
 });

@@ -33,7 +33,11 @@ describe('misrouted', () => {
 
   it('a refused flag (a proxy, a Redis before 7.0 that cannot read the shebang) is told apart', () => {
     expect(refusesCrossSlot(new Error("CROSSSLOT Keys in request don't hash to the same slot"))).toBe(true);
-    expect(refusesCrossSlot(new Error("ERR Error compiling script (new function): user_script:1: unexpected symbol near '#'"))).toBe(true);
+    expect(
+      refusesCrossSlot(
+        new Error("ERR Error compiling script (new function): user_script:1: unexpected symbol near '#'"),
+      ),
+    ).toBe(true);
   });
 });
 

@@ -4,7 +4,10 @@ import type { LuaScript } from './lua-scripts.js';
 import type { ScriptRunner } from './script-batcher.js';
 import { slotOf } from './sharded-channels.js';
 
-/** Items per script call: 6 key names and 3 arguments at most each, so one call stays well under Redis's argument limits. */
+/**
+ * Items per script call: 6 key names and 3 arguments at most each, so one call stays well under Redis's argument
+ * limits.
+ */
 export const BATCH_CHUNK = 200;
 
 /**
@@ -79,7 +82,8 @@ export class NodeBatches {
   private async route(count: number, slotOf: (i: number) => number, send: SendBatch): Promise<unknown[]> {
     const all = Array.from({ length: count }, (_, i) => i);
     const out = new Array<unknown>(count);
-    const settle = (batch: readonly number[], replies: readonly unknown[]) => batch.forEach((i, j) => (out[i] = replies[j]));
+    const settle = (batch: readonly number[], replies: readonly unknown[]) =>
+      batch.forEach((i, j) => (out[i] = replies[j]));
     if (!this.client.isCluster) {
       await Promise.all(chunks(all, BATCH_CHUNK).map(async (batch) => settle(batch, await send(batch, false))));
       return out;
@@ -88,7 +92,9 @@ export class NodeBatches {
     const map = (this.client as Cluster).slots;
     const groups = groupBy(all, (i) => (this.crossSlotAllowed && map[slots[i]]?.[0]) || `slot ${slots[i]}`);
     const perSlot = (batch: readonly number[]) =>
-      Promise.all([...groupBy(batch, (i) => slots[i]).values()].map(async (part) => settle(part, await send(part, false))));
+      Promise.all(
+        [...groupBy(batch, (i) => slots[i]).values()].map(async (part) => settle(part, await send(part, false))),
+      );
     await Promise.all(
       [...groups.values()].flatMap((group) =>
         chunks(group, BATCH_CHUNK).map(async (batch) => {
@@ -133,7 +139,8 @@ export function refusesCrossSlot(err: unknown): boolean {
 
 /**
  * Whether a cross-slot batch failed because a slot of it is not (or no longer) served by the node it reached: a
- * redirection, a key the script found not local, keys of a slot being migrated (newer Redis versions word it 'undeclared keys
+ * redirection, a key the script found not local, keys of a slot being migrated (newer Redis versions word it
+ * 'undeclared keys
  * were accessed during rehashing of the slot'; per slot, only that slot's call meets TRYAGAIN), or ioredis giving up
  * after redirections whose last was one. Not
  * when ioredis gave up on a connection that stayed closed (`Too many Cluster redirections. Last error: Error:
@@ -142,7 +149,8 @@ export function refusesCrossSlot(err: unknown): boolean {
  */
 export function misrouted(err: unknown): boolean {
   const message = messageOf(err);
-  if (/^Too many Cluster redirections/i.test(message)) return /Last error: (?:\w*Error: )?(?:MOVED|ASK|TRYAGAIN) /.test(message);
+  if (/^Too many Cluster redirections/i.test(message))
+    return /Last error: (?:\w*Error: )?(?:MOVED|ASK|TRYAGAIN) /.test(message);
   return /^(MOVED|ASK|TRYAGAIN) |non local key|hash to the same slot|during rehashing of the slot/i.test(message);
 }
 

@@ -4,7 +4,8 @@ import { decodeHolder } from './lock-script-codec.js';
 import type { AcquireCall, AcquireReply } from './lock-store.js';
 
 /**
- * The semaphore scripts' side of the wire (`permit-scripts.ts`): PERMIT_ACQUIRE's ARGV and reply, and PERMIT_INSPECT's reply
+ * The semaphore scripts' side of the wire (`permit-scripts.ts`): PERMIT_ACQUIRE's ARGV and reply, and PERMIT_INSPECT's
+ * reply
  * decoded.
  */
 
@@ -21,7 +22,10 @@ export function permitReply(key: string, raw: unknown): { reply: AcquireReply; l
   return { reply: { granted: false, retryInMs: value, blockedBy: detail === 5 ? 'fair-queue' : 'writer' }, limit };
 }
 
-/** PERMIT_INSPECT's reply (`permit-control-scripts.ts`, INSPECT's shape) of a semaphore's keys; `null` when it has no state, or is a lock's. */
+/**
+ * PERMIT_INSPECT's reply (`permit-control-scripts.ts`, INSPECT's shape) of a semaphore's keys; `null` when it has no
+ * state, or is a lock's.
+ */
 export function permitInspectReply(key: string, raw: unknown): PermitInfo | null {
   const [now, fields, leases, waiting] = raw as [number, string[], string[], number, number];
   const state = new Map<string, string>();
@@ -36,5 +40,12 @@ export function permitInspectReply(key: string, raw: unknown): PermitInfo | null
     const record = state.get(`h:${leases[i]}`);
     if (record) holders.push(decodeHolder(record, 'write', Number(leases[i + 1]) - now));
   }
-  return { key, limit: Number(limit), used: holders.length, holders, waiting, fencingToken: Number(state.get('pf') ?? 0) };
+  return {
+    key,
+    limit: Number(limit),
+    used: holders.length,
+    holders,
+    waiting,
+    fencingToken: Number(state.get('pf') ?? 0),
+  };
 }

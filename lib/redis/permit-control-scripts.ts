@@ -6,7 +6,9 @@ import type { HeartbeatScripts } from './waiter-heartbeat.js';
 // The semaphore scripts off the acquire/release path: a waiter's withdrawal and the waiters' heartbeat, and the
 // administrative force release and limit change. Key layout and helpers: `permit-prelude.ts`.
 
-/** A waiter gives up: drop its registration and pass on any wake-up it took. ARGV: 1 waiter id. Returns 1 if removed. */
+/**
+ * A waiter gives up: drop its registration and pass on any wake-up it took. ARGV: 1 waiter id. Returns 1 if removed.
+ */
 export const PERMIT_CANCEL_WAIT = luaScript(
   'permit-cancel-wait',
   PRELUDE +

@@ -106,4 +106,3 @@ local function wake(K, now)
   return woken
 end
 `;
-

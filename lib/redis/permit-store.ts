@@ -22,7 +22,9 @@ export interface PermitStore extends LockStore {
   /** The limit stored for `key` as the last reply of this store said, if any. */
   storedLimit(key: string): number | undefined;
   inspectPermits(ref: PermitRef): Promise<PermitInfo | null>;
-  /** Frees one holder's permit (`token`), one owner's (`owner`), or all of them, whoever holds them. Resolves how many. */
+  /**
+   * Frees one holder's permit (`token`), one owner's (`owner`), or all of them, whoever holds them. Resolves how many.
+   */
   forceReleasePermits(ref: PermitRef, which: PermitHolder): Promise<number>;
   /** Stores `ref.limit` as the key's limit; resolves the limit before (0: none was stored). */
   setLimit(ref: PermitRef): Promise<number>;

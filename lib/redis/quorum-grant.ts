@@ -22,7 +22,12 @@ const SPLIT_PAUSE_MARGIN_MS = 20;
  * largest among the grants. Otherwise every grant is undone (`QuorumUndo.undoOn`), on the masters that granted and,
  * once their outcome is known, on those that did not answer. `commandTimeoutMs` bounds the whole call.
  */
-export async function acquireOnQuorum(masters: QuorumMasters, undo: QuorumUndo, engineCall: AcquireCall, commandTimeoutMs: number): Promise<AcquireReply> {
+export async function acquireOnQuorum(
+  masters: QuorumMasters,
+  undo: QuorumUndo,
+  engineCall: AcquireCall,
+  commandTimeoutMs: number,
+): Promise<AcquireReply> {
   // The masters keep the lease plus the drift allowance: the engine counts the hold valid for `leaseMs` from
   // before it sent the attempt, so a master whose clock runs up to that much fast still has the hold then.
   const call: AcquireCall = { ...engineCall, leaseMs: withDrift(engineCall.leaseMs) };
@@ -36,7 +41,8 @@ export async function acquireOnQuorum(masters: QuorumMasters, undo: QuorumUndo, 
   const sentAt = performance.now();
   const raws = masters.list.map((m) => masters.inLane(m, lane, () => m.store.acquire(call)));
   for (const r of raws) r.catch(() => undefined);
-  const grantedBy = (o: Outcome<AcquireReply> | undefined, i: number) => o?.ok === true && o.value.granted && masters.eligible(masters.list[i]);
+  const grantedBy = (o: Outcome<AcquireReply> | undefined, i: number) =>
+    o?.ok === true && o.value.granted && masters.eligible(masters.list[i]);
   // Once a majority granted, the other masters get as long again as the majority took (at least GRACE_MS) to
   // answer as well: when they do, the fencing token is the largest of every grant, as `inspect` reports it.
   let graceUntil: number | undefined;
@@ -66,7 +72,8 @@ export async function acquireOnQuorum(masters: QuorumMasters, undo: QuorumUndo, 
         const m = masters.list[i];
         undo.background(m, lane, async () => {
           const reply = await raws[i].catch(() => undefined);
-          if (reply && !reply.granted) await within(m.store.cancelWait(call.lock, call.mode, call.waiterId), masters.bound());
+          if (reply && !reply.granted)
+            await within(m.store.cancelWait(call.lock, call.mode, call.waiterId), masters.bound());
         });
       });
     }
@@ -90,7 +97,12 @@ export async function acquireOnQuorum(masters: QuorumMasters, undo: QuorumUndo, 
   const reply = notGranted(masters, outcomes, grants.length, elapsed);
   // A re-entry that a majority no longer holds: the engine declares the hold lost; what a minority still has of
   // it is freed (after the undo above, on each master's lane).
-  if (call.reentry && reply.blockedBy === 'not-held') undo.freeRemnants(call.lock, call.token, outcomes.map((o) => !o?.ok || o.value.granted));
+  if (call.reentry && reply.blockedBy === 'not-held')
+    undo.freeRemnants(
+      call.lock,
+      call.token,
+      outcomes.map((o) => !o?.ok || o.value.granted),
+    );
   // A split vote (some masters granted, not a majority): two waiting contenders that split the masters would
   // otherwise retry in lockstep and split them again. A short random pause (of the order of the attempt, at most
   // SPLIT_PAUSE_MS) breaks the tie. A `tryAcquire` (no waiter) does not retry: no pause.
@@ -127,7 +139,8 @@ function notGranted(
   });
   waits.sort((a, b) => a - b);
   // A majority granted too slowly (past the validity): try again once as long as that attempt took has passed.
-  const retryInMs = grants >= masters.quorum ? Math.ceil(elapsedMs) : (waits[masters.quorum - 1] ?? waits[waits.length - 1] ?? 0);
+  const retryInMs =
+    grants >= masters.quorum ? Math.ceil(elapsedMs) : (waits[masters.quorum - 1] ?? waits[waits.length - 1] ?? 0);
   let blockedBy: BlockedBy = 'writer';
   let most = 0;
   for (const [by, count] of blockers) {

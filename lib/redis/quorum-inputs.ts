@@ -28,7 +28,11 @@ export function validateQuorumInputs(inputs: readonly unknown[]): string[] {
       );
     }
     const label = addressOf(input);
-    if (label === undefined) throw new LockConfigError(`invalid redis: entry ${i} is not a redis:// URL, ioredis RedisOptions or Redis client; ${fix}`, 'redis');
+    if (label === undefined)
+      throw new LockConfigError(
+        `invalid redis: entry ${i} is not a redis:// URL, ioredis RedisOptions or Redis client; ${fix}`,
+        'redis',
+      );
     return label;
   });
   labels.forEach((label, i) => {

@@ -64,13 +64,17 @@ export class QuorumLockStore implements LockStore {
   async release(lock: LockRef, token: string, seq: number | undefined, holdAtLeastMs = 0): Promise<ReleaseReply> {
     const lane = laneOf(lock, token);
     const { masters } = this;
-    const calls = masters.list.map((m) => masters.inLane(m, lane, () => m.store.release(lock, token, seq, holdAtLeastMs)));
+    const calls = masters.list.map((m) =>
+      masters.inLane(m, lane, () => m.store.release(lock, token, seq, holdAtLeastMs)),
+    );
     // The call is decided by a majority; the slower masters' releases go on, and `close` lets them finish.
     for (const call of calls) this.undo.track(call.then(noop, noop));
     const outcomes = await masters.gather(
       calls,
       masters.bound(),
-      (outs) => outs.every(Boolean) || (['ended', 'level', 'not-held'] as const).some((r) => countOf(outs, r) >= masters.quorum),
+      (outs) =>
+        outs.every(Boolean) ||
+        (['ended', 'level', 'not-held'] as const).some((r) => countOf(outs, r) >= masters.quorum),
     );
     const answered = masters.answeredOrThrow(outcomes);
     for (const r of ['ended', 'level', 'not-held'] as const) if (countOf(answered, r) >= masters.quorum) return r;
@@ -100,7 +104,11 @@ export class QuorumLockStore implements LockStore {
     return holds.map((hold, j) => {
       if (answered.filter((r) => r[j]).length >= q) return true;
       // Lost on a majority: the engine tells the holder; what a minority still has of it is freed.
-      this.undo.freeRemnants(hold.lock, hold.token, outcomes.map((o) => !o?.ok || o.value[j]));
+      this.undo.freeRemnants(
+        hold.lock,
+        hold.token,
+        outcomes.map((o) => !o?.ok || o.value[j]),
+      );
       return false;
     });
   }
@@ -119,7 +127,11 @@ export class QuorumLockStore implements LockStore {
       },
     );
     if (masters.answeredOrThrow(outcomes).filter(Boolean).length >= masters.quorum) return true;
-    this.undo.freeRemnants(lock, token, outcomes.map((o) => !o?.ok || o.value));
+    this.undo.freeRemnants(
+      lock,
+      token,
+      outcomes.map((o) => !o?.ok || o.value),
+    );
     return false;
   }
 
@@ -159,7 +171,9 @@ export class QuorumLockStore implements LockStore {
     return waits.map((_, i) => (answered.some((r) => r[i] === 'attempt') ? 'attempt' : 'waiting'));
   }
 
-  /** Frees the lock on every master; `true` if any master had it held. Refused where a semaphore lives under the key. */
+  /**
+   * Frees the lock on every master; `true` if any master had it held. Refused where a semaphore lives under the key.
+   */
   async forceRelease(lock: LockRef): Promise<boolean> {
     const outcomes = await this.masters.gather(
       this.masters.list.map((m) => m.store.forceRelease(lock)),
@@ -203,7 +217,8 @@ export class QuorumLockStore implements LockStore {
                 },
                 (error: unknown) => {
                   failures.push({ master: this.masters.list[index].label, index, error });
-                  if (failures.length === subs.length - q + 1) reject(new QuorumFailure(failures, subs.length - failures.length, q));
+                  if (failures.length === subs.length - q + 1)
+                    reject(new QuorumFailure(failures, subs.length - failures.length, q));
                 },
               );
             });
@@ -220,7 +235,9 @@ export class QuorumLockStore implements LockStore {
     return describeQuorumFailure(this.masters, failure, operation, key, timeoutMs);
   }
 
-  /** Pings every master; a connection kind is up when it answered on a majority. `error` names the masters that failed. */
+  /**
+   * Pings every master; a connection kind is up when it answered on a majority. `error` names the masters that failed.
+   */
   async ping(timeoutMs: number): Promise<StorePing> {
     return majorityPing(this.masters, await Promise.all(this.masters.list.map((m) => m.store.ping(timeoutMs))));
   }

@@ -8,7 +8,9 @@ import { validateQuorumInputs } from './quorum-inputs.js';
 import { TIMED_OUT } from './redis-failures.js';
 import { RedisLockStore } from './redis-lock-store.js';
 
-/** A per-master call gives up after this share of `commandTimeoutMs`, so the quorum decides before the engine's bound. */
+/**
+ * A per-master call gives up after this share of `commandTimeoutMs`, so the quorum decides before the engine's bound.
+ */
 const MASTER_BOUND_FACTOR = 0.9;
 
 /** One independent master: its store and what the delayed-restart rule knows about it. */
@@ -214,7 +216,8 @@ export class QuorumMasters {
   /** Stops watching restarts and closes every master's store. */
   async close(): Promise<void> {
     this.closed = true;
-    for (const m of this.list) for (const { event, listener } of m.listeners) m.store.commandConnection.off(event, listener);
+    for (const m of this.list)
+      for (const { event, listener } of m.listeners) m.store.commandConnection.off(event, listener);
     await Promise.all(this.list.map((m) => m.store.close()));
   }
 

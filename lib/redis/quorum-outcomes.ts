@@ -4,7 +4,9 @@ import { TIMED_OUT } from './redis-failures.js';
 /** What one master's call gave: its answer, or its failure (`TIMED_OUT` when it did not answer in time). */
 export type Outcome<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: unknown };
 
-/** A call that fewer than a majority of the masters answered. `describeFailure` turns it into a `LockUnavailableError`. */
+/**
+ * A call that fewer than a majority of the masters answered. `describeFailure` turns it into a `LockUnavailableError`.
+ */
 export class QuorumFailure extends Error {
   constructor(
     /** Each master that failed: its label (`host:port`) and the error (or `TIMED_OUT`). */

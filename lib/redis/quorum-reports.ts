@@ -65,8 +65,11 @@ export function describeQuorumFailure(
       master: f.master,
       error: masters.list[f.index].store.describeFailure(f.error, operation, key, timeoutMs),
     }));
-    const first = described.find((d) => d.error instanceof LockUnavailableError && d.error.reason === 'permission-denied') ?? described[0];
-    const reason: LockUnavailableReason = first?.error instanceof LockUnavailableError ? first.error.reason : 'unreachable';
+    const first =
+      described.find((d) => d.error instanceof LockUnavailableError && d.error.reason === 'permission-denied') ??
+      described[0];
+    const reason: LockUnavailableReason =
+      first?.error instanceof LockUnavailableError ? first.error.reason : 'unreachable';
     const each = described.map((d) => `master ${d.master}: ${innerDetail(d.error)}`).join('; ');
     return new LockUnavailableError({
       key,
@@ -91,7 +94,10 @@ export function describeQuorumFailure(
   return masters.list[0].store.describeFailure(failure, operation, key, timeoutMs);
 }
 
-/** Every master's ping in one: a connection kind is up when it answered on a majority; `error` names the masters that failed. */
+/**
+ * Every master's ping in one: a connection kind is up when it answered on a majority; `error` names the masters that
+ * failed.
+ */
 export function majorityPing(masters: QuorumMasters, pings: readonly StorePing[]): StorePing {
   const failed = pings.flatMap((p, i) => (p.error ? [`master ${masters.list[i].label}: ${p.error}`] : []));
   const commands = pings.filter((p) => p.command);

@@ -69,7 +69,9 @@ export class QuorumUndo {
         await sleep(UNDO_RETRY_MS);
       }
       this.options.onConnectionError(
-        new Error(`could not undo a grant of "${call.lock.key}" on master ${master.label}; its lease frees it within ${call.leaseMs} ms`),
+        new Error(
+          `could not undo a grant of "${call.lock.key}" on master ${master.label}; its lease frees it within ${call.leaseMs} ms`,
+        ),
       );
     });
   }

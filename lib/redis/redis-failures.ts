@@ -43,11 +43,25 @@ export function unavailable(
   if (failure instanceof LockError) return failure;
   if (failure instanceof NotReplicated) {
     // An ACL user without WAIT is a permission to grant, not a replication problem.
-    if (failure.refused && classifyRedisError(failure.refused, context.scripts, context.keyPrefix).reason === 'permission-denied') {
+    if (
+      failure.refused &&
+      classifyRedisError(failure.refused, context.scripts, context.keyPrefix).reason === 'permission-denied'
+    ) {
       return unavailable(failure.refused, operation, key, context);
     }
-    const undone = operation === 'acquire' ? '; the grant was undone' : operation === 'renew' || operation === 'extend' ? '; the lease is counted as not renewed' : '';
-    return new LockUnavailableError({ key, operation, reason: 'not-replicated', detail: failure.message + undone, cause: failure.refused });
+    const undone =
+      operation === 'acquire'
+        ? '; the grant was undone'
+        : operation === 'renew' || operation === 'extend'
+          ? '; the lease is counted as not renewed'
+          : '';
+    return new LockUnavailableError({
+      key,
+      operation,
+      reason: 'not-replicated',
+      detail: failure.message + undone,
+      cause: failure.refused,
+    });
   }
   if (failure === TIMED_OUT) {
     const detail = context.connected
@@ -61,13 +75,18 @@ export function unavailable(
 
 const ACL_RULE_HINT = 'see "Redis permissions" in the README for the ACL rule the library needs';
 
-function describeDenial(message: string, scripts: ScriptSourceLookup, keyPrefix: string): { detail: string; missing: string } | undefined {
+function describeDenial(
+  message: string,
+  scripts: ScriptSourceLookup,
+  keyPrefix: string,
+): { detail: string; missing: string } | undefined {
   const m = /^NOPERM .*run the '([^']+)' command/i.exec(message);
   if (m) return denial(m[1].toUpperCase(), `the Redis user may not run ${m[1].toUpperCase()}`);
   if (/^NOPERM .*channel/i.test(message)) {
     return denial(`channels &${keyPrefix}*`, `the Redis user may not subscribe to the lock channels (&${keyPrefix}*)`);
   }
-  if (/^NOPERM .*key/i.test(message)) return denial(`keys ~${keyPrefix}*`, `the Redis user may not access the lock keys (~${keyPrefix}*)`);
+  if (/^NOPERM .*key/i.test(message))
+    return denial(`keys ~${keyPrefix}*`, `the Redis user may not access the lock keys (~${keyPrefix}*)`);
   if (!/user executing the script can't/i.test(message)) return undefined;
   if (/publish to the channel/i.test(message)) {
     return denial(`channels &${keyPrefix}*`, `the Redis user may not publish to the lock channels (&${keyPrefix}*)`);
@@ -78,7 +97,10 @@ function describeDenial(message: string, scripts: ScriptSourceLookup, keyPrefix:
   const command = commandOnScriptLine(message, scripts);
   return command
     ? denial(command, `the Redis user may not run ${command} (called by the library's Lua script)`)
-    : denial('a command used by the lock scripts', `the Redis user may not run a command the lock scripts use: ${message}`);
+    : denial(
+        'a command used by the lock scripts',
+        `the Redis user may not run a command the lock scripts use: ${message}`,
+      );
 }
 
 function denial(missing: string, detail: string): { detail: string; missing: string } {

@@ -7,7 +7,15 @@ import { lockKeys } from './key-layout.js';
 import { kindConflict } from './kind-conflict.js';
 import type { LockKeys } from './key-layout.js';
 import { LeaseRenewals } from './lease-renewals.js';
-import { acquireArgs, acquireReply, decodeWakeUp, holderIdentity, inspectReply, modeCode, releaseReply } from './lock-script-codec.js';
+import {
+  acquireArgs,
+  acquireReply,
+  decodeWakeUp,
+  holderIdentity,
+  inspectReply,
+  modeCode,
+  releaseReply,
+} from './lock-script-codec.js';
 import { LockSubscriber, plainChannels } from './lock-subscriber.js';
 import type {
   AcquireCall,
@@ -23,7 +31,17 @@ import type {
   WakeUp,
   WakeUpSubscription,
 } from './lock-store.js';
-import { ACQUIRE, ACQUIRE_BATCH, ALL_SCRIPTS, CANCEL_WAIT, EXTEND, FORCE_RELEASE, INSPECT, RELEASE, RELEASE_BATCH } from './lua-scripts.js';
+import {
+  ACQUIRE,
+  ACQUIRE_BATCH,
+  ALL_SCRIPTS,
+  CANCEL_WAIT,
+  EXTEND,
+  FORCE_RELEASE,
+  INSPECT,
+  RELEASE,
+  RELEASE_BATCH,
+} from './lua-scripts.js';
 import { NodeBatches } from './node-batches.js';
 import { PERMIT_SCRIPT_VARIANTS } from './permit-scripts.js';
 import { unavailable } from './redis-failures.js';
@@ -51,7 +69,10 @@ export class RedisLockStore implements LockStore {
   /** On a Cluster: the per-master sharded subscriptions (`null` standalone). */
   private readonly shardedChannels: ShardedChannels | null;
   private readonly names = new Map<string, LockKeys>();
-  /** @internal Sends every script of this store (another primitive on these connections sends its scripts through it too). */
+  /**
+   * @internal Sends every script of this store (another primitive on these connections sends its scripts through it
+   * too).
+   */
   readonly gateway: ScriptGateway;
   /** @internal The watchdog's renewals on these connections (the semaphore's permits are renewed through it too). */
   readonly renewals: LeaseRenewals;
@@ -82,8 +103,15 @@ export class RedisLockStore implements LockStore {
     else if (plain) watchConnection(this.client, 'command', options.onConnectionState, { errors: false });
     this.shardedChannels = plain
       ? null
-      : new ShardedChannels(this.client as Cluster, { connectTimeoutMs: options.commandTimeoutMs, report: options.onConnectionState });
-    this.subscriber = new LockSubscriber(this.shardedChannels ?? plainChannels(plain as Redis), options.subscriptionLingerMs, options.onConnectionError);
+      : new ShardedChannels(this.client as Cluster, {
+          connectTimeoutMs: options.commandTimeoutMs,
+          report: options.onConnectionState,
+        });
+    this.subscriber = new LockSubscriber(
+      this.shardedChannels ?? plainChannels(plain as Redis),
+      options.subscriptionLingerMs,
+      options.onConnectionError,
+    );
     this.identity = holderIdentity(options.identity);
     this.gateway = new ScriptGateway(this.client, {
       shardedPubSub: this.shardedChannels !== null,
@@ -135,7 +163,9 @@ export class RedisLockStore implements LockStore {
     return reply;
   }
 
-  /** RELEASE. ARGV: token, seq ('' = every level), holdAtLeastMs only when set. Reply 2 ended, 1 one level, 0 not held. */
+  /**
+   * RELEASE. ARGV: token, seq ('' = every level), holdAtLeastMs only when set. Reply 2 ended, 1 one level, 0 not held.
+   */
   release(lock: LockRef, token: string, seq: number | undefined, holdAtLeastMs = 0): Promise<ReleaseReply> {
     const names = lock as LockKeys;
     const args: (string | number)[] = holdAtLeastMs > 0 ? [token, seq ?? '', holdAtLeastMs] : [token, seq ?? ''];
@@ -205,7 +235,13 @@ export class RedisLockStore implements LockStore {
       timedPing(plain ? () => plain.ping() : () => (this.shardedChannels as ShardedChannels).ping(), timeoutMs),
     ]);
     const error = command.error ?? subscriber.error;
-    return { command: command.ok, subscriber: subscriber.ok, commandMs: command.ms, subscriberMs: subscriber.ms, ...(error ? { error } : {}) };
+    return {
+      command: command.ok,
+      subscriber: subscriber.ok,
+      commandMs: command.ms,
+      subscriberMs: subscriber.ms,
+      ...(error ? { error } : {}),
+    };
   }
 
   async close(): Promise<void> {
@@ -215,7 +251,10 @@ export class RedisLockStore implements LockStore {
   }
 }
 
-async function timedPing(ping: () => Promise<unknown>, timeoutMs: number): Promise<{ ok: boolean; ms: number; error?: string }> {
+async function timedPing(
+  ping: () => Promise<unknown>,
+  timeoutMs: number,
+): Promise<{ ok: boolean; ms: number; error?: string }> {
   const start = performance.now();
   let timer: NodeJS.Timeout | undefined;
   try {

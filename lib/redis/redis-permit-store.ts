@@ -19,8 +19,21 @@ import type {
   WakeUpSubscription,
 } from './lock-store.js';
 import { permitArgs, permitInspectReply, permitReply } from './permit-codec.js';
-import { PERMIT_CANCEL_WAIT, PERMIT_FORCE_RELEASE, PERMIT_HEARTBEAT, PERMIT_INSPECT, PERMIT_SET_LIMIT } from './permit-control-scripts.js';
-import { PERMIT_ACQUIRE, PERMIT_ACQUIRE_BATCH, PERMIT_EXTEND, PERMIT_RELEASE, PERMIT_RELEASE_BATCH, PERMIT_RENEWALS } from './permit-scripts.js';
+import {
+  PERMIT_CANCEL_WAIT,
+  PERMIT_FORCE_RELEASE,
+  PERMIT_HEARTBEAT,
+  PERMIT_INSPECT,
+  PERMIT_SET_LIMIT,
+} from './permit-control-scripts.js';
+import {
+  PERMIT_ACQUIRE,
+  PERMIT_ACQUIRE_BATCH,
+  PERMIT_EXTEND,
+  PERMIT_RELEASE,
+  PERMIT_RELEASE_BATCH,
+  PERMIT_RENEWALS,
+} from './permit-scripts.js';
 import type { PermitHolder, PermitRef, PermitStore } from './permit-store.js';
 import type { RedisLockStore } from './redis-lock-store.js';
 import type { ScriptBatcher } from './script-batcher.js';
@@ -79,7 +92,9 @@ export class RedisPermitStore implements PermitStore {
     const args = permitArgs(call, this.identity, ref.limit);
     const gateway = this.locks.gateway;
     // Acquisitions asked for in one tick go out as one script call where batching applies (as the locks').
-    const acked = this.acquires ? { reply: await this.acquires.call(ref.all, args), acked: 0, wanted: 0 } : await gateway.runAcked(PERMIT_ACQUIRE, ref.all, args);
+    const acked = this.acquires
+      ? { reply: await this.acquires.call(ref.all, args), acked: 0, wanted: 0 }
+      : await gateway.runAcked(PERMIT_ACQUIRE, ref.all, args);
     const { reply, limit } = permitReply(ref.key, acked.reply);
     this.remember(ref.key, limit);
     const short = reply.granted ? gateway.shortfall(acked, reply) : undefined;
@@ -90,7 +105,9 @@ export class RedisPermitStore implements PermitStore {
   /** PERMIT_RELEASE. A permit has one level: `seq` and `holdAtLeastMs` do not apply. */
   async release(lock: LockRef, token: string): Promise<ReleaseReply> {
     const keys = (lock as PermitKeys).all;
-    const sent = this.releases ? this.releases.call(keys, [token]) : this.locks.gateway.run(PERMIT_RELEASE, keys, [token]);
+    const sent = this.releases
+      ? this.releases.call(keys, [token])
+      : this.locks.gateway.run(PERMIT_RELEASE, keys, [token]);
     return (await sent) === 2 ? 'ended' : 'not-held';
   }
 
@@ -123,7 +140,10 @@ export class RedisPermitStore implements PermitStore {
   }
 
   async forceReleasePermits(ref: PermitRef, which: PermitHolder): Promise<number> {
-    const freed = (await this.locks.gateway.run(PERMIT_FORCE_RELEASE, (ref as PermitKeys).all, [which.token ?? '', which.owner ?? ''])) as number;
+    const freed = (await this.locks.gateway.run(PERMIT_FORCE_RELEASE, (ref as PermitKeys).all, [
+      which.token ?? '',
+      which.owner ?? '',
+    ])) as number;
     if (freed === -1) throw kindConflict(ref.key, 'lock');
     return freed;
   }

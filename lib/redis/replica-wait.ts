@@ -17,7 +17,11 @@ export class NotReplicated extends Error {
     readonly grantedReply?: AcquireReply,
     readonly refused?: unknown,
   ) {
-    super(refused ? describeRefusal(refused) : `${acked} of ${wanted} replica(s) acknowledged within waitForReplicas.timeoutMs (${timeoutMs} ms)`);
+    super(
+      refused
+        ? describeRefusal(refused)
+        : `${acked} of ${wanted} replica(s) acknowledged within waitForReplicas.timeoutMs (${timeoutMs} ms)`,
+    );
     this.name = 'NotReplicated';
   }
 }
@@ -79,7 +83,11 @@ export class ReplicaAcks {
     if (results?.[0]?.[0] instanceof Error && results[0][0].message.startsWith('NOSCRIPT')) results = await send(false);
     // On a Cluster, a pipeline whose script met MOVED/ASK (the slot moved) is not redirected by the client while its
     // WAIT succeeded on the old node: learn the new slot map and send it once more, to the slot's new master.
-    if (this.client instanceof Cluster && results?.[0]?.[0] instanceof Error && /^(MOVED|ASK) /.test(results[0][0].message)) {
+    if (
+      this.client instanceof Cluster &&
+      results?.[0]?.[0] instanceof Error &&
+      /^(MOVED|ASK) /.test(results[0][0].message)
+    ) {
       await refreshSlots(this.client, this.settings.timeoutMs);
       results = await send(true);
     }
@@ -154,7 +162,14 @@ async function probeMasters(cluster: Cluster, readyMs: number): Promise<unknown>
     });
     if (!ready) return undefined;
   }
-  const refusals = await Promise.all(cluster.nodes('master').map((node) => node.wait(0, 0).then(() => undefined, (err: unknown) => err)));
+  const refusals = await Promise.all(
+    cluster.nodes('master').map((node) =>
+      node.wait(0, 0).then(
+        () => undefined,
+        (err: unknown) => err,
+      ),
+    ),
+  );
   return refusals.find((err) => err !== undefined);
 }
 

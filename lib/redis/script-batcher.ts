@@ -4,7 +4,11 @@ import type { LuaScript } from './lua-scripts.js';
 const MAX_BATCH = 16;
 
 /** Sends one script call (the gateway's `run`: EVALSHA, NOSCRIPT fallback, Cluster variant). */
-export type ScriptRunner = (script: LuaScript, keys: readonly string[], args: readonly (string | number)[]) => Promise<unknown>;
+export type ScriptRunner = (
+  script: LuaScript,
+  keys: readonly string[],
+  args: readonly (string | number)[],
+) => Promise<unknown>;
 
 interface BatchItem {
   readonly keys: readonly string[];
@@ -74,9 +78,11 @@ export class ScriptBatcher {
       keys.push(...item.keys);
       args.push(item.args.length, ...item.args);
     }
-    this.run(this.batch, keys, args).then(this.answered, this.failed).then(
-      (replies) => items.forEach((item, i) => item.resolve((replies as unknown[])[i])),
-      (err: unknown) => items.forEach((item) => item.reject(err)),
-    );
+    this.run(this.batch, keys, args)
+      .then(this.answered, this.failed)
+      .then(
+        (replies) => items.forEach((item, i) => item.resolve((replies as unknown[])[i])),
+        (err: unknown) => items.forEach((item) => item.reject(err)),
+      );
   }
 }

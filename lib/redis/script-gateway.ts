@@ -77,7 +77,8 @@ export class ScriptGateway {
   readonly run = (base: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> => {
     const script = this.variant(base);
     return evalsha(this.client, script.sha, keys, args).catch((err: unknown) => {
-      if (err instanceof Error && err.message.startsWith('NOSCRIPT')) return this.client.eval(script.source, keys.length, ...keys, ...args);
+      if (err instanceof Error && err.message.startsWith('NOSCRIPT'))
+        return this.client.eval(script.source, keys.length, ...keys, ...args);
       throw err;
     });
   };
@@ -123,7 +124,12 @@ const NO_ARGS: never[] = [];
  * other (offline queue, Cluster routing by its first key, reconnects). A client created with ioredis' own
  * `keyPrefix` takes the usual path, which prefixes the KEYS.
  */
-function evalsha(client: RedisClient, sha: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+function evalsha(
+  client: RedisClient,
+  sha: string,
+  keys: readonly string[],
+  args: readonly (string | number)[],
+): Promise<unknown> {
   if (client.options.keyPrefix) return client.evalsha(sha, keys.length, ...keys, ...args);
   const command = new Command('evalsha', NO_ARGS, {
     replyEncoding: 'utf8',

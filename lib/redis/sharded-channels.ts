@@ -169,8 +169,12 @@ export class ShardedChannels implements WakeUpChannels {
       lastError = err;
     });
     conn.on('smessage', (channel: string, message: string) => this.handler(channel, message));
-    conn.on('close', () => this.drop(node, conn, lastError ?? new Error(`subscriber connection to Cluster node ${node} closed`), true));
-    conn.on('moved', () => this.drop(node, conn, new Error(`a slot with wake-up subscriptions moved away from Cluster node ${node}`), false));
+    conn.on('close', () =>
+      this.drop(node, conn, lastError ?? new Error(`subscriber connection to Cluster node ${node} closed`), true),
+    );
+    conn.on('moved', () =>
+      this.drop(node, conn, new Error(`a slot with wake-up subscriptions moved away from Cluster node ${node}`), false),
+    );
     this.nodes.set(node, conn);
     return conn;
   }
@@ -236,7 +240,8 @@ export class ShardedChannels implements WakeUpChannels {
         const node = this.masterFor(channel);
         if (node === undefined) throw new Error(`no master serves the slot of "${channel}"`);
         await this.subscribeOn(channel, node, 0);
-        if (this.wanted.has(channel) && !this.routes.has(channel)) throw new Error(`"${channel}" is not subscribed yet`);
+        if (this.wanted.has(channel) && !this.routes.has(channel))
+          throw new Error(`"${channel}" is not subscribed yet`);
       }),
     );
     return results.every((r) => r.status === 'fulfilled');

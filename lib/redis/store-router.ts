@@ -41,7 +41,11 @@ export class StoreRouter implements LockStore {
   }
 
   renew(holds: readonly RenewCall[]): Promise<boolean[]> {
-    return this.split(holds, (h) => h.lock, (store, part) => store.renew(part));
+    return this.split(
+      holds,
+      (h) => h.lock,
+      (store, part) => store.renew(part),
+    );
   }
 
   extend(lock: LockRef, token: string, ms: number): Promise<boolean> {
@@ -53,7 +57,11 @@ export class StoreRouter implements LockStore {
   }
 
   keepWaiting(waits: readonly WaitingCall[]): Promise<WaitingReply[]> {
-    return this.split(waits, (w) => w.lock, (store, part) => store.keepWaiting(part));
+    return this.split(
+      waits,
+      (w) => w.lock,
+      (store, part) => store.keepWaiting(part),
+    );
   }
 
   forceRelease(lock: LockRef): Promise<boolean> {
@@ -90,7 +98,11 @@ export class StoreRouter implements LockStore {
   }
 
   /** `call` on the items of each kind (one call per kind present), the results back in the items' order. */
-  private async split<T, R>(items: readonly T[], refOf: (item: T) => LockRef, call: (store: LockStore, part: T[]) => Promise<R[]>): Promise<R[]> {
+  private async split<T, R>(
+    items: readonly T[],
+    refOf: (item: T) => LockRef,
+    call: (store: LockStore, part: T[]) => Promise<R[]>,
+  ): Promise<R[]> {
     const permits = this.permits;
     if (!permits || !items.some((item) => isPermitRef(refOf(item)))) return call(this.locks, items as T[]);
     const lockItems: number[] = [];
@@ -104,7 +116,10 @@ export class StoreRouter implements LockStore {
       ]
         .filter((part) => part.indexes.length > 0)
         .map(async ({ store, indexes }) => {
-          const results = await call(store, indexes.map((i) => items[i]));
+          const results = await call(
+            store,
+            indexes.map((i) => items[i]),
+          );
           indexes.forEach((i, j) => (out[i] = results[j]));
         }),
     );

@@ -5,7 +5,9 @@ import { KEEP_WAITING, KEEP_WAITING_CROSS_SLOT } from './lua-scripts.js';
 import type { BatchScripts, NodeBatches } from './node-batches.js';
 import type { ScriptGateway } from './script-gateway.js';
 
-/** A heartbeat script (KEYS: the 6 keys of each waiter's lock; ARGV: `args` of each waiter) and its cross-slot variant. */
+/**
+ * A heartbeat script (KEYS: the 6 keys of each waiter's lock; ARGV: `args` of each waiter) and its cross-slot variant.
+ */
 export type HeartbeatScripts = BatchScripts<WaitingCall>;
 
 /** The 6 key names of a waiter's lock, as every heartbeat script takes them. */
@@ -37,7 +39,10 @@ export class WaiterHeartbeat {
    * woken is within its claim window, answered 2 again, and its wake-up is not sent twice). A node down fails the
    * round, which the waiting room tries again on its next one. Replies: 1 renewed ('waiting'), 0 or 2 ('attempt').
    */
-  async keepWaiting(waits: readonly WaitingCall[], scripts: HeartbeatScripts = LOCK_HEARTBEAT): Promise<WaitingReply[]> {
+  async keepWaiting(
+    waits: readonly WaitingCall[],
+    scripts: HeartbeatScripts = LOCK_HEARTBEAT,
+  ): Promise<WaitingReply[]> {
     const replies = await this.batches.call(waits, scripts, this.gateway.run);
     return replies.map((r) => (r === 1 ? 'waiting' : 'attempt'));
   }

@@ -2,7 +2,8 @@ import { describe, expect, it } from '@jest/globals';
 import { MAX_DEFAULT_FIRE_HOLD_MS, jobTiming } from './job-schedule.js';
 
 const at = (iso: string) => Date.parse(iso);
-const cron = (cronTime: unknown, zone: { timeZone?: string; utcOffset?: number } = {}) => jobTiming({ kind: 'cron', cronTime, ...zone }, 30_000);
+const cron = (cronTime: unknown, zone: { timeZone?: string; utcOffset?: number } = {}) =>
+  jobTiming({ kind: 'cron', cronTime, ...zone }, 30_000);
 
 describe('jobTiming', () => {
   it('a cron fire is the latest tick not after the call, however late the call', async () => {

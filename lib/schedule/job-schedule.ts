@@ -27,9 +27,12 @@ export type JobSchedule =
   | { readonly kind: 'interval' | 'timeout'; readonly ms: number }
   | { readonly kind: 'none' };
 
-/** The schedule `@Cron` / `@Interval` / `@Timeout` recorded on `method` (in either decorator order, see the decorator). */
+/**
+ * The schedule `@Cron` / `@Interval` / `@Timeout` recorded on `method` (in either decorator order, see the decorator).
+ */
 export function jobScheduleOf(method: object): JobSchedule {
-  const cron = Reflect.getMetadata(CRON, method) as { cronTime?: unknown; timeZone?: string; utcOffset?: number } | undefined;
+  const cron = Reflect.getMetadata(CRON, method) as
+    { cronTime?: unknown; timeZone?: string; utcOffset?: number } | undefined;
   if (cron) return { kind: 'cron', cronTime: cron.cronTime, timeZone: cron.timeZone, utcOffset: cron.utcOffset };
   const interval = Reflect.getMetadata(INTERVAL, method) as { timeout?: number } | undefined;
   if (typeof interval?.timeout === 'number') return { kind: 'interval', ms: interval.timeout };
@@ -43,12 +46,15 @@ export interface JobTiming {
   /** The default `holdAtLeastMs`, in milliseconds. */
   readonly defaultHoldMs: number;
   /**
-   * The fire a call made at `now` (this instance's clock, ms since the epoch) belongs to, as the tick's time in ms since
+   * The fire a call made at `now` (this instance's clock, ms since the epoch) belongs to, as the tick's time in ms
+   * since
    * the epoch: the latest tick not after `now` (`undefined` if none). Absent when the schedule has no fire time shared
    * by the instances (`@Interval`, `@Timeout`, no schedule).
    */
   readonly fireOf?: (now: number) => number | undefined;
-  /** Why the fires of a cron job cannot be told apart (the `cron` package could not be loaded or read the expression). */
+  /**
+   * Why the fires of a cron job cannot be told apart (the `cron` package could not be loaded or read the expression).
+   */
   readonly problem?: string;
 }
 
@@ -74,7 +80,8 @@ export async function jobTiming(schedule: JobSchedule, fallbackMs: number): Prom
 async function cronTiming(schedule: Extract<JobSchedule, { kind: 'cron' }>, fallbackMs: number): Promise<JobTiming> {
   const date = oneShotDate(schedule.cronTime);
   if (date !== undefined) return { defaultHoldMs: fallbackMs, fireOf: () => date };
-  if (typeof schedule.cronTime !== 'string') return { defaultHoldMs: fallbackMs, problem: `unknown cronTime ${String(schedule.cronTime)}` };
+  if (typeof schedule.cronTime !== 'string')
+    return { defaultHoldMs: fallbackMs, problem: `unknown cronTime ${String(schedule.cronTime)}` };
   let cron: CronTimeLike;
   try {
     cron = await loadCronTime(schedule.cronTime, schedule.timeZone, schedule.utcOffset);
@@ -84,7 +91,8 @@ async function cronTiming(schedule: Extract<JobSchedule, { kind: 'cron' }>, fall
   const fires = cron.sendAt(5).map((d) => d.toMillis());
   let gap = Number.POSITIVE_INFINITY;
   for (let i = 1; i < fires.length; i++) gap = Math.min(gap, fires[i] - fires[i - 1]);
-  if (!Number.isFinite(gap) || gap <= 0) return { defaultHoldMs: fallbackMs, problem: `no interval between the fires of "${schedule.cronTime}"` };
+  if (!Number.isFinite(gap) || gap <= 0)
+    return { defaultHoldMs: fallbackMs, problem: `no interval between the fires of "${schedule.cronTime}"` };
   const zone = zoneOf(cron);
   // A fire runs at or after its tick by this instance's clock (the `cron` package re-arms a timer that ends early),
   // however late its event loop lets it: the fire is the latest tick not after the call.

@@ -18,7 +18,11 @@ type CronTimeClass = new (source: string, timeZone?: string | null, utcOffset?: 
  * does not depend on it. Tried as `cron`, then as `@nestjs/schedule`'s own dependency (where a strict installer such as
  * pnpm keeps it out of the application's reach). Rejects when neither loads or the expression is invalid.
  */
-export async function loadCronTime(source: string, timeZone: string | undefined, utcOffset: number | undefined): Promise<CronTimeLike> {
+export async function loadCronTime(
+  source: string,
+  timeZone: string | undefined,
+  utcOffset: number | undefined,
+): Promise<CronTimeLike> {
   const CronTime = await cronTimeClass();
   return new CronTime(source, timeZone ?? null, utcOffset ?? null);
 }
@@ -29,7 +33,9 @@ function cronTimeClass(): Promise<CronTimeClass> {
   loaded ??= (import('cron') as Promise<{ CronTime: CronTimeClass }>)
     .catch(() => {
       // `@nestjs/schedule` as the application finds it: from its entry script, else from the working directory.
-      const bases = [process.argv[1], join(process.cwd(), 'package.json')].filter((b): b is string => typeof b === 'string' && b !== '');
+      const bases = [process.argv[1], join(process.cwd(), 'package.json')].filter(
+        (b): b is string => typeof b === 'string' && b !== '',
+      );
       let lastError: unknown;
       for (const base of bases) {
         try {
@@ -43,7 +49,9 @@ function cronTimeClass(): Promise<CronTimeClass> {
     .then((m) => m.CronTime)
     .catch((err: unknown) => {
       loaded = undefined;
-      throw new Error(`the "cron" package (a dependency of @nestjs/schedule) cannot be loaded: ${err instanceof Error ? err.message : String(err)}`);
+      throw new Error(
+        `the "cron" package (a dependency of @nestjs/schedule) cannot be loaded: ${err instanceof Error ? err.message : String(err)}`,
+      );
     });
   return loaded;
 }

@@ -51,7 +51,9 @@ export class ScheduledJob {
     const timing = await (this.timing ??= jobTiming(jobScheduleOf(wrapper), engine.settings.leaseMs));
     if (timing.problem && !this.warnedProblem) {
       this.warnedProblem = true;
-      runtime.warn(`${this.method}: its cron fires cannot be told apart (${timing.problem}); each run holds "${this.key}" at least holdAtLeastMs instead`);
+      runtime.warn(
+        `${this.method}: its cron fires cannot be told apart (${timing.problem}); each run holds "${this.key}" at least holdAtLeastMs instead`,
+      );
     }
     const holdAtLeastMs = this.options.holdAtLeastMs ?? timing.defaultHoldMs;
     const fire = timing.fireOf?.(calledAt);
@@ -68,7 +70,12 @@ export class ScheduledJob {
         // off its schedule, not at all: it runs unless a run is going).
         return await this.run(runtime, call, self, args, timing.fireOf ? 0 : holdAtLeastMs);
       }
-      const options = { ifLocked: 'skip', holdAtLeastMs, leaseMs: this.options.leaseMs, autoExtend: this.options.autoExtend } as const;
+      const options = {
+        ifLocked: 'skip',
+        holdAtLeastMs,
+        leaseMs: this.options.leaseMs,
+        autoExtend: this.options.autoExtend,
+      } as const;
       return await engine.withLock(fireKey, () => this.run(runtime, call, self, args, 0), options);
     } finally {
       off();
@@ -77,15 +84,29 @@ export class ScheduledJob {
   }
 
   /** Runs the job under its running lock (one attempt), renewed while it runs; `undefined` when it was not run. */
-  private run(runtime: LockRuntime, call: { outcome: Outcome }, self: unknown, args: unknown[], holdAtLeastMs: number): Promise<unknown> {
+  private run(
+    runtime: LockRuntime,
+    call: { outcome: Outcome },
+    self: unknown,
+    args: unknown[],
+    holdAtLeastMs: number,
+  ): Promise<unknown> {
     const { engine } = runtime;
-    const options = { ifLocked: 'skip', holdAtLeastMs, leaseMs: this.options.leaseMs, autoExtend: this.options.autoExtend } as const;
+    const options = {
+      ifLocked: 'skip',
+      holdAtLeastMs,
+      leaseMs: this.options.leaseMs,
+      autoExtend: this.options.autoExtend,
+    } as const;
     return engine.withLock(
       this.key,
       async (lock) => {
         call.outcome = 'ran';
         this.running = { since: Date.now() };
-        const lost = () => runtime.warn(`${this.method}: the job lost its lock "${this.key}" while running (another instance may run it now): ${String(lock.signal.reason)}`);
+        const lost = () =>
+          runtime.warn(
+            `${this.method}: the job lost its lock "${this.key}" while running (another instance may run it now): ${String(lock.signal.reason)}`,
+          );
         lock.signal.addEventListener('abort', lost, { once: true });
         try {
           return await this.original.apply(self, args);
@@ -101,7 +122,9 @@ export class ScheduledJob {
   private async report(runtime: LockRuntime, outcome: Outcome, fireKey: string | undefined): Promise<void> {
     if (outcome === 'unavailable') {
       if (!this.warnedUnavailable) {
-        runtime.warn(`${this.method}: not run: Redis cannot be reached to take "${fireKey ?? this.key}" (fail closed; no further warning until it runs again)`);
+        runtime.warn(
+          `${this.method}: not run: Redis cannot be reached to take "${fireKey ?? this.key}" (fail closed; no further warning until it runs again)`,
+        );
       }
       this.warnedUnavailable = true;
       return;
@@ -110,7 +133,9 @@ export class ScheduledJob {
     else if (outcome === 'still-running' || (fireKey === undefined && this.running)) {
       // This instance took the fire (or, without fires, runs the job itself): one line per fire skipped this way.
       const which = fireKey ? `fire ${fireKey.slice(this.key.length + 1)}` : 'fire';
-      runtime.warn(`${this.method}: ${which} of "${this.key}" skipped: the previous run is still going (${await this.whereRunning(runtime.engine)})`);
+      runtime.warn(
+        `${this.method}: ${which} of "${this.key}" skipped: the previous run is still going (${await this.whereRunning(runtime.engine)})`,
+      );
     }
   }
 

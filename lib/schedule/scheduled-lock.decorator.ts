@@ -35,7 +35,11 @@ export function ScheduledLock(name?: string, options: ScheduledLockOptions = {})
     validateLockKey(`${key}${FIRE_KEY_SEPARATOR}${new Date(0).toISOString()}`);
     try {
       // At start-up, not at the first fire: an option that could never work fails the application, not each fire.
-      resolveAcquireOptions(DEFAULT_LOCK_SETTINGS, { holdAtLeastMs: options.holdAtLeastMs, leaseMs: options.leaseMs, autoExtend: options.autoExtend }, key);
+      resolveAcquireOptions(
+        DEFAULT_LOCK_SETTINGS,
+        { holdAtLeastMs: options.holdAtLeastMs, leaseMs: options.leaseMs, autoExtend: options.autoExtend },
+        key,
+      );
     } catch (err) {
       if (!(err instanceof LockConfigError)) throw err;
       throw new LockConfigError(`@ScheduledLock on ${method}: ${err.message}`, err.option, key);
@@ -47,7 +51,8 @@ export function ScheduledLock(name?: string, options: ScheduledLockOptions = {})
     Object.defineProperty(wrapper, 'name', { value: (original as AnyMethod).name });
     Object.defineProperty(wrapper, 'length', { value: (original as AnyMethod).length });
     // `@Cron` written below this decorator put its metadata on the original: keep it (written above, it lands here).
-    for (const metaKey of Reflect.getMetadataKeys(original)) Reflect.defineMetadata(metaKey, Reflect.getMetadata(metaKey, original), wrapper);
+    for (const metaKey of Reflect.getMetadataKeys(original))
+      Reflect.defineMetadata(metaKey, Reflect.getMetadata(metaKey, original), wrapper);
     (descriptor as PropertyDescriptor).value = wrapper;
     return descriptor;
   };

@@ -83,7 +83,9 @@ export function wake(s: MemoryLockState, x: ScriptScope, quiet = false): string[
   return [];
 }
 
-/** Cuts `member`'s registration to run out `CLAIM_MS` from now; `false` if it ran out sooner already (ZADD XX LT CH). */
+/**
+ * Cuts `member`'s registration to run out `CLAIM_MS` from now; `false` if it ran out sooner already (ZADD XX LT CH).
+ */
 function claim(zset: Map<string, number>, member: string, now: number): boolean {
   const score = zset.get(member) as number;
   if (score <= now + CLAIM_MS) return false;

@@ -1,4 +1,12 @@
-import type { AcquireCall, AcquireReply, BlockedBy, HolderIdentity, ReleaseReply, WaitingCall, WaitingReply } from '../redis/lock-store.js';
+import type {
+  AcquireCall,
+  AcquireReply,
+  BlockedBy,
+  HolderIdentity,
+  ReleaseReply,
+  WaitingCall,
+  WaitingReply,
+} from '../redis/lock-store.js';
 import { CLAIM_MS, WAITER_LEASE_MS } from '../redis/lua-scripts.js';
 import type { LockMode } from '../types/lock.types.js';
 import { dropHolds, liveCount, purge, purgeQueue, queueMember, settle, top, wake } from './memory-lock-prelude.js';
@@ -112,7 +120,13 @@ export function acquire(s: MemoryLockState, call: AcquireCall, identity: HolderI
 }
 
 /** RELEASE: one level of `token`'s hold (`seq` given), or all of it (`seq` undefined). */
-export function release(s: MemoryLockState, token: string, seq: number | undefined, x: ScriptScope, holdAtLeastMs = 0): ReleaseReply {
+export function release(
+  s: MemoryLockState,
+  token: string,
+  seq: number | undefined,
+  x: ScriptScope,
+  holdAtLeastMs = 0,
+): ReleaseReply {
   const now = x.now;
   let held = s.holders.get(token);
   const count = held?.count ?? 0;
@@ -184,7 +198,12 @@ export function cancelWait(s: MemoryLockState, mode: LockMode, waiterId: string,
  * KEEP_WAITING for one waiter: renews a live registration (never re-creates one), passes over dead waiters and says
  * whether the waiter may get in now. `woken`: what `wake` woke earlier in the same call, per lock state.
  */
-export function keepWaiting(s: MemoryLockState, wait: WaitingCall, x: ScriptScope, woken: Map<MemoryLockState, string[]>): WaitingReply {
+export function keepWaiting(
+  s: MemoryLockState,
+  wait: WaitingCall,
+  x: ScriptScope,
+  woken: Map<MemoryLockState, string[]>,
+): WaitingReply {
   const { mode, waiterId, fair } = wait;
   const member = fair ? queueMember(mode, waiterId) : waiterId;
   const set = fair ? s.queue : mode === 'write' ? s.writers : s.readers;
@@ -210,7 +229,15 @@ export function forceRelease(s: MemoryLockState, x: ScriptScope): boolean {
 }
 
 function grant(s: MemoryLockState, call: AcquireCall, identity: HolderIdentity, fence: number, now: number): void {
-  s.holders.set(call.token, { count: 1, seq: call.seq, fence, since: Date.now(), at: now, identity, owner: call.ownerId });
+  s.holders.set(call.token, {
+    count: 1,
+    seq: call.seq,
+    fence,
+    since: Date.now(),
+    at: now,
+    identity,
+    owner: call.ownerId,
+  });
   s.fence = fence;
   if (call.mode === 'write') s.writer = call.token;
   s.leases.set(call.token, now + call.leaseMs);

@@ -80,7 +80,9 @@ export class MemoryLockStore implements LockStore {
 
   /** The semaphores of this store's world and prefix (made once). */
   permits(): PermitStore {
-    return (this.permitStore ??= new MemoryPermitStore(this, this.context.identity, (ref, script) => this.run(ref, script)));
+    return (this.permitStore ??= new MemoryPermitStore(this, this.context.identity, (ref, script) =>
+      this.run(ref, script),
+    ));
   }
 
   async release(lock: LockRef, token: string, seq: number | undefined, holdAtLeastMs = 0): Promise<ReleaseReply> {
@@ -144,11 +146,18 @@ export class MemoryLockStore implements LockStore {
   describeFailure(failure: unknown, operation: LockOperation, key: string | undefined, timeoutMs: number): LockError {
     if (failure instanceof LockError) return failure;
     const detail = failure instanceof Error ? failure.message : `no answer within ${timeoutMs} ms`;
-    return new LockUnavailableError({ key, operation, reason: 'unreachable', detail: `memory store: ${detail}`, cause: failure });
+    return new LockUnavailableError({
+      key,
+      operation,
+      reason: 'unreachable',
+      detail: `memory store: ${detail}`,
+      cause: failure,
+    });
   }
 
   async ping(): Promise<StorePing> {
-    if (this.closed) return { command: false, subscriber: false, commandMs: 0, subscriberMs: 0, error: closedMessage() };
+    if (this.closed)
+      return { command: false, subscriber: false, commandMs: 0, subscriberMs: 0, error: closedMessage() };
     return { command: true, subscriber: true, commandMs: 0, subscriberMs: 0 };
   }
 
@@ -170,7 +179,9 @@ export class MemoryLockStore implements LockStore {
 /** The INSPECT script: live holders in lease order, waiters fair and non-fair alike. */
 function snapshot(key: string, s: MemoryLockState, now: number): LockInfo | null {
   const holders: LockHolderInfo[] = [];
-  const leases = [...s.leases].filter(([, expiry]) => expiry > now).sort(([ta, a], [tb, b]) => a - b || (ta < tb ? -1 : 1));
+  const leases = [...s.leases]
+    .filter(([, expiry]) => expiry > now)
+    .sort(([ta, a], [tb, b]) => a - b || (ta < tb ? -1 : 1));
   for (const [token, expiry] of leases) {
     const h = s.holders.get(token);
     if (!h) continue;
@@ -210,7 +221,8 @@ function closedMessage(): string {
 }
 
 /**
- * @internal A `LockStoreFactory` of memory stores on `world` (default: `MemoryLockWorld.default`, shared by the process).
+ * @internal A `LockStoreFactory` of memory stores on `world` (default: `MemoryLockWorld.default`, shared by the
+ * process).
  * Engines made with it on the same world and key prefix share their locks.
  *
  * @example

@@ -18,7 +18,8 @@ export interface MemoryHolder {
 }
 
 /**
- * @internal The state of one lock, as the Lua scripts keep it in six Redis keys (see `lib/redis/lua-scripts.ts`). Times are
+ * @internal The state of one lock, as the Lua scripts keep it in six Redis keys (see `lib/redis/lua-scripts.ts`). Times
+ * are
  * on the world's monotonic clock, in milliseconds.
  */
 export interface MemoryLockState {
@@ -42,7 +43,10 @@ export interface MemoryLockState {
   keptUntil: number;
 }
 
-/** @internal What a script may use while it runs: the clock frozen at its start, fencing tokens, and wake-ups to publish. */
+/**
+ * @internal What a script may use while it runs: the clock frozen at its start, fencing tokens, and wake-ups to
+ * publish.
+ */
 export interface ScriptScope {
   /** Monotonic time, in milliseconds (the scripts' `now`). */
   readonly now: number;
@@ -181,7 +185,17 @@ export class MemoryLockWorld {
 }
 
 function emptyState(): MemoryLockState {
-  return { writer: undefined, fence: 0, holders: new Map(), leases: new Map(), writers: new Map(), readers: new Map(), queue: new Map(), limit: undefined, keptUntil: 0 };
+  return {
+    writer: undefined,
+    fence: 0,
+    holders: new Map(),
+    leases: new Map(),
+    writers: new Map(),
+    readers: new Map(),
+    queue: new Map(),
+    limit: undefined,
+    keptUntil: 0,
+  };
 }
 
 function isEmpty(state: MemoryLockState, now: number): boolean {

@@ -1,5 +1,12 @@
 import { kindConflict } from '../redis/kind-conflict.js';
-import type { AcquireCall, AcquireReply, HolderIdentity, ReleaseReply, WaitingCall, WaitingReply } from '../redis/lock-store.js';
+import type {
+  AcquireCall,
+  AcquireReply,
+  HolderIdentity,
+  ReleaseReply,
+  WaitingCall,
+  WaitingReply,
+} from '../redis/lock-store.js';
 import { CLAIM_MS, WAITER_LEASE_MS } from '../redis/lua-scripts.js';
 import type { LockHolderInfo } from '../types/lock.types.js';
 import type { PermitHolder } from '../redis/permit-store.js';
@@ -20,7 +27,13 @@ function checkKind(key: string, s: MemoryLockState): void {
   if (s.limit === undefined && s.holders.size > 0) throw kindConflict(key, 'lock');
 }
 
-export function acquirePermit(s: MemoryLockState, call: AcquireCall, limitAsked: number, identity: HolderIdentity, x: ScriptScope): { reply: AcquireReply; limit: number } {
+export function acquirePermit(
+  s: MemoryLockState,
+  call: AcquireCall,
+  limitAsked: number,
+  identity: HolderIdentity,
+  x: ScriptScope,
+): { reply: AcquireReply; limit: number } {
   const { token, leaseMs, seq, waiterId, fair, lock } = call;
   checkKind(lock.key, s);
   const limit = s.limit ?? limitAsked;
@@ -54,7 +67,14 @@ export function acquirePermit(s: MemoryLockState, call: AcquireCall, limitAsked:
     else s.writers.set(waiterId, x.now + WAITER_LEASE_MS);
   }
   wakePermits(s, x);
-  return { reply: { granted: false, retryInMs: Math.max(until - x.now, 0), blockedBy: blocked === 5 ? 'fair-queue' : 'writer' }, limit };
+  return {
+    reply: {
+      granted: false,
+      retryInMs: Math.max(until - x.now, 0),
+      blockedBy: blocked === 5 ? 'fair-queue' : 'writer',
+    },
+    limit,
+  };
 }
 
 export function releasePermit(s: MemoryLockState, token: string, x: ScriptScope): ReleaseReply {
@@ -73,7 +93,12 @@ export function cancelPermitWait(s: MemoryLockState, waiterId: string, x: Script
   wakePermits(s, x);
 }
 
-export function keepWaitingForPermit(s: MemoryLockState, wait: WaitingCall, x: ScriptScope, woken: Map<MemoryLockState, string[]>): WaitingReply {
+export function keepWaitingForPermit(
+  s: MemoryLockState,
+  wait: WaitingCall,
+  x: ScriptScope,
+  woken: Map<MemoryLockState, string[]>,
+): WaitingReply {
   const member = wait.fair ? `w:${wait.waiterId}` : wait.waiterId;
   const set = wait.fair ? s.queue : s.writers;
   const score = set.get(member);
@@ -122,7 +147,18 @@ export function inspectPermits(key: string, s: MemoryLockState, now: number): Pe
     const h = s.holders.get(token);
     if (!h) continue;
     const { host, pid, app } = h.identity;
-    holders.push({ mode: 'write', owner: h.owner, host, pid, app, holdCount: 1, finished: false, since: new Date(h.since), remainingLeaseMs: Math.ceil(expiry - now), fencingToken: h.fence });
+    holders.push({
+      mode: 'write',
+      owner: h.owner,
+      host,
+      pid,
+      app,
+      holdCount: 1,
+      finished: false,
+      since: new Date(h.since),
+      remainingLeaseMs: Math.ceil(expiry - now),
+      fencingToken: h.fence,
+    });
   }
   const waiting = liveCount(s.writers, now) + liveCount(s.queue, now);
   return { key, limit: s.limit, used: holders.length, holders, waiting, fencingToken: s.fence };
@@ -150,7 +186,10 @@ function wakePermits(s: MemoryLockState, x: ScriptScope): string[] {
   free -= head.length;
   for (const expiry of s.writers.values()) if (expiry <= now + CLAIM_MS) free--;
   if (free <= 0) return woken;
-  const next = [...s.writers].filter(([, expiry]) => expiry > now + CLAIM_MS).sort(([, a], [, b]) => a - b).slice(0, free);
+  const next = [...s.writers]
+    .filter(([, expiry]) => expiry > now + CLAIM_MS)
+    .sort(([, a], [, b]) => a - b)
+    .slice(0, free);
   for (const [id] of next) {
     s.writers.set(id, now + CLAIM_MS);
     x.publish({ waiterId: id });

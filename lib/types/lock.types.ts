@@ -5,11 +5,16 @@ export type LockMode = 'read' | 'write';
 export interface AcquireOptions {
   /** Lock mode. Default `'write'`: an exclusive lock is a write lock. */
   readonly mode?: LockMode;
-  /** Lease in milliseconds: how long Redis keeps the hold if this process stops renewing it. Default: module `leaseMs`. */
+  /**
+   * Lease in milliseconds: how long Redis keeps the hold if this process stops renewing it. Default: module `leaseMs`.
+   */
   readonly leaseMs?: number;
   /** Renew the lease every `leaseMs / 3` while held. Default: module `autoExtend` (`true`). */
   readonly autoExtend?: boolean;
-  /** How long to wait for the lock, in milliseconds; `0` tries once. Default: module `waitTimeoutMs`. Ignored by `tryAcquire`. */
+  /**
+   * How long to wait for the lock, in milliseconds; `0` tries once. Default: module `waitTimeoutMs`. Ignored by
+   * `tryAcquire`.
+   */
   readonly waitTimeoutMs?: number;
   /** Cancels waiting: the call rejects with `signal.reason`. Has no effect once the lock is held. */
   readonly signal?: AbortSignal;

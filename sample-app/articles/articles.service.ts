@@ -62,9 +62,18 @@ export class ArticlesService {
   ) {}
 
   async find(id: string): Promise<Article> {
-    const [fields, likes] = await Promise.all([this.redis.hgetall(`articles:${id}`), this.redis.get(`articles:${id}:likes`)]);
+    const [fields, likes] = await Promise.all([
+      this.redis.hgetall(`articles:${id}`),
+      this.redis.get(`articles:${id}:likes`),
+    ]);
     if (!fields.title) throw new NotFoundException(`article ${id} not found`);
-    return { id, title: fields.title, body: fields.body ?? '', likes: Number(likes ?? 0), version: Number(fields.version ?? 0) };
+    return {
+      id,
+      title: fields.title,
+      body: fields.body ?? '',
+      likes: Number(likes ?? 0),
+      version: Number(fields.version ?? 0),
+    };
   }
 
   /**
@@ -135,7 +144,10 @@ export class ArticlesService {
       const [name, ...args] = command;
       return (await this.redis.call(name, key, ...args)) as string | null;
     }
-    const result = (await this.redis.eval(FENCED_READ, 2, key, `articles:${id}:fence`, token, ...command)) as [number, (string | number)?];
+    const result = (await this.redis.eval(FENCED_READ, 2, key, `articles:${id}:fence`, token, ...command)) as [
+      number,
+      (string | number)?,
+    ];
     if (result[0] !== 1) throw new StaleWriteException(id, token, Number(result[1]));
     return result[1] === undefined ? null : String(result[1]);
   }
@@ -146,7 +158,10 @@ export class ArticlesService {
    */
   private async write(id: string, key: string, command: readonly [string, ...(string | number)[]]): Promise<void> {
     const token = this.fencingToken(id);
-    const result = (await this.redis.eval(FENCED_WRITE, 2, key, `articles:${id}:fence`, token ?? '', ...command)) as [number, number?];
+    const result = (await this.redis.eval(FENCED_WRITE, 2, key, `articles:${id}:fence`, token ?? '', ...command)) as [
+      number,
+      number?,
+    ];
     if (result[0] !== 1) throw new StaleWriteException(id, token!, Number(result[1]));
   }
 

@@ -22,7 +22,7 @@ export class DigestJob {
     // The fire's tick, in seconds: a cron fire runs at or after it.
     const fire = Math.floor(Date.now() / 10_000) * 10;
     const keys: string[] = [];
-    for (let cursor = '0'; ; ) {
+    for (let cursor = '0'; ;) {
       const [next, found] = await this.redis.scan(cursor, 'MATCH', 'articles:*:likes', 'COUNT', 100);
       keys.push(...found);
       cursor = next;
@@ -30,7 +30,12 @@ export class DigestJob {
     }
     const likes = keys.length > 0 ? (await this.redis.mget(keys)).reduce((n, v) => n + Number(v ?? 0), 0) : 0;
     const digest = JSON.stringify({ likes, articles: keys.length, by: process.pid });
-    await this.redis.multi().set(`digest:${fire}`, digest, 'EX', 600).incr(`digest:${fire}:runs`).expire(`digest:${fire}:runs`, 600).exec();
+    await this.redis
+      .multi()
+      .set(`digest:${fire}`, digest, 'EX', 600)
+      .incr(`digest:${fire}:runs`)
+      .expire(`digest:${fire}:runs`, 600)
+      .exec();
     this.logger.log(`digest of fire ${fire}: ${likes} likes over ${keys.length} articles`);
   }
 }

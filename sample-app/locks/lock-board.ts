@@ -23,7 +23,9 @@ export class BoardTokenGuard implements CanActivate {
     else if (scheme === 'Basic') given = Buffer.from(value, 'base64').toString().split(':').slice(1).join(':');
     const candidate = Buffer.from(given);
     if (candidate.length === this.token.length && timingSafeEqual(candidate, this.token)) return true;
-    http.getResponse<{ setHeader(name: string, value: string): void }>().setHeader('WWW-Authenticate', 'Basic realm="lock board", charset="UTF-8"');
+    http
+      .getResponse<{ setHeader(name: string, value: string): void }>()
+      .setHeader('WWW-Authenticate', 'Basic realm="lock board", charset="UTF-8"');
     throw new UnauthorizedException('the lock board needs the BOARD_TOKEN');
   }
 }
@@ -35,5 +37,11 @@ export class BoardTokenGuard implements CanActivate {
 export function lockBoardFromEnv(env: NodeJS.ProcessEnv = process.env): DynamicModule[] {
   const token = env.BOARD_TOKEN;
   if (!token) return [];
-  return [LockBoardModule.forRoot({ path: 'locks-board', guards: [new BoardTokenGuard(token)], allowForceRelease: env.BOARD_ACTIONS === 'on' })];
+  return [
+    LockBoardModule.forRoot({
+      path: 'locks-board',
+      guards: [new BoardTokenGuard(token)],
+      allowForceRelease: env.BOARD_ACTIONS === 'on',
+    }),
+  ];
 }

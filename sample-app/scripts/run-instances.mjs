@@ -17,8 +17,16 @@ const START_TIMEOUT_MS = 20_000;
 const STOP_TIMEOUT_MS = 5_000;
 
 function parsePorts(text) {
-  const ports = text.split(',').map((p) => p.trim()).filter(Boolean).map(Number);
-  if (ports.length === 0 || ports.some((p) => !Number.isInteger(p) || p < 1 || p > 65_535) || new Set(ports).size !== ports.length) {
+  const ports = text
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)
+    .map(Number);
+  if (
+    ports.length === 0 ||
+    ports.some((p) => !Number.isInteger(p) || p < 1 || p > 65_535) ||
+    new Set(ports).size !== ports.length
+  ) {
     throw new Error(`PORTS must be a comma-separated list of distinct TCP ports, e.g. 3001,3002,3003 (got "${text}")`);
   }
   return ports;
@@ -33,7 +41,10 @@ function startInstance(port, redisUrl) {
   });
   const instance = { port, url: `http://127.0.0.1:${port}`, child };
   const ready = new Promise((resolveReady, rejectReady) => {
-    const timer = setTimeout(() => rejectReady(new Error(`instance on port ${port} did not start in ${START_TIMEOUT_MS} ms`)), START_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => rejectReady(new Error(`instance on port ${port} did not start in ${START_TIMEOUT_MS} ms`)),
+      START_TIMEOUT_MS,
+    );
     const onLine = (line) => {
       console.log(`[${port}] ${line}`);
       if (line.includes('listening on')) {
@@ -72,7 +83,9 @@ function printUsage(instances) {
   for (const { url } of instances) console.log(`  ${url}`);
   console.log('');
   console.log('Try it:');
-  console.log(`  curl -X PUT ${first}/articles/1 -H 'content-type: application/json' -d '{"title":"Hello","body":"locks"}'`);
+  console.log(
+    `  curl -X PUT ${first}/articles/1 -H 'content-type: application/json' -d '{"title":"Hello","body":"locks"}'`,
+  );
   console.log(`  ports=(${ports.join(' ')}); for i in $(seq 0 299); do`);
   console.log('    curl -s -o /dev/null -X POST http://127.0.0.1:${ports[i % ${#ports[@]}]}/articles/1/likes &');
   console.log('  done; wait');
@@ -86,7 +99,9 @@ function printUsage(instances) {
 async function run() {
   const ports = parsePorts(process.env.PORTS ?? '3001,3002,3003');
   if (!existsSync(main)) {
-    throw new Error(`${main} not found: compile the sample app first with \`npm run build:sample\` (or use \`npm run start:cluster\`)`);
+    throw new Error(
+      `${main} not found: compile the sample app first with \`npm run build:sample\` (or use \`npm run start:cluster\`)`,
+    );
   }
 
   let redisServer;
@@ -109,7 +124,10 @@ async function run() {
   };
   for (const signal of ['SIGINT', 'SIGTERM']) {
     process.on(signal, () => {
-      if (!stopping) console.log(`\n${signal}: stopping ${instances.length} instance(s)${redisServer ? ' and the redis-server' : ''}`);
+      if (!stopping)
+        console.log(
+          `\n${signal}: stopping ${instances.length} instance(s)${redisServer ? ' and the redis-server' : ''}`,
+        );
       stopAll(0);
     });
   }

@@ -29,10 +29,15 @@ describe('optional peers are optional', () => {
   it('the hiding works (so the test above can fail): requiring a hidden package fails', async () => {
     const env: NodeJS.ProcessEnv = { ...process.env, HIDE_PACKAGES: OPTIONAL };
     delete env.NODE_OPTIONS;
-    await expect(run(process.execPath, ['-r', HIDE, '-e', `require('@nestjs/schedule')`], { cwd: ROOT, env })).rejects.toThrow(/Cannot find module '@nestjs\/schedule'/);
-    await expect(run(process.execPath, ['-r', HIDE, '--input-type=module', '-e', `await import('@nestjs/schedule')`], { cwd: ROOT, env })).rejects.toThrow(
-      /Cannot find package '@nestjs\/schedule'/,
-    );
+    await expect(
+      run(process.execPath, ['-r', HIDE, '-e', `require('@nestjs/schedule')`], { cwd: ROOT, env }),
+    ).rejects.toThrow(/Cannot find module '@nestjs\/schedule'/);
+    await expect(
+      run(process.execPath, ['-r', HIDE, '--input-type=module', '-e', `await import('@nestjs/schedule')`], {
+        cwd: ROOT,
+        env,
+      }),
+    ).rejects.toThrow(/Cannot find package '@nestjs\/schedule'/);
   });
 
   it("@ScheduledLock finds the cron package through @nestjs/schedule when the application cannot reach it (pnpm's layout), ESM and CommonJS", async () => {
@@ -42,8 +47,14 @@ describe('optional peers are optional', () => {
       `(async () => { const m = ${m}; const t = await m.jobTiming({ kind: 'cron', cronTime: '*/5 * * * * *' }, 30000); ` +
       `console.log(t.problem ?? t.defaultHoldMs); })()`;
     for (const [flags, code] of [
-      [['--input-type=module'], `await import('cron').then(() => console.log('reachable'), () => console.log('hidden')); ${check(`await import('./dist/esm/schedule/job-schedule.js')`)}`],
-      [[], `try { require('cron'); console.log('reachable') } catch { console.log('hidden') } ${check(`require('./dist/cjs/schedule/job-schedule.js')`)}`],
+      [
+        ['--input-type=module'],
+        `await import('cron').then(() => console.log('reachable'), () => console.log('hidden')); ${check(`await import('./dist/esm/schedule/job-schedule.js')`)}`,
+      ],
+      [
+        [],
+        `try { require('cron'); console.log('reachable') } catch { console.log('hidden') } ${check(`require('./dist/cjs/schedule/job-schedule.js')`)}`,
+      ],
     ] as const) {
       const { stdout } = await run(process.execPath, ['-r', HIDE, ...flags, '-e', code], { cwd: ROOT, env });
       expect(stdout.trim().split('\n')).toEqual(['hidden', '5000']);

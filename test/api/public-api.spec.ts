@@ -19,12 +19,16 @@ let program: ts.Program;
 
 function emitDeclarations(): string {
   const dir = mkdtempSync(join(tmpdir(), 'nest-redis-locks-dts-'));
-  const config = ts.getParsedCommandLineOfConfigFile(join(root, 'tsconfig.build.json'), { outDir: dir, emitDeclarationOnly: true }, {
-    ...ts.sys,
-    onUnRecoverableConfigFileDiagnostic: (d) => {
-      throw new Error(ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+  const config = ts.getParsedCommandLineOfConfigFile(
+    join(root, 'tsconfig.build.json'),
+    { outDir: dir, emitDeclarationOnly: true },
+    {
+      ...ts.sys,
+      onUnRecoverableConfigFileDiagnostic: (d) => {
+        throw new Error(ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+      },
     },
-  });
+  );
   if (!config) throw new Error('cannot read tsconfig.build.json');
   const result = ts.createProgram(config.fileNames, config.options).emit();
   const errors = result.diagnostics.filter((d) => d.category === ts.DiagnosticCategory.Error);
@@ -36,11 +40,16 @@ function emitDeclarations(): string {
 function importsOf(file: ts.SourceFile): { from: string; names: string[] }[] {
   const found: { from: string; names: string[] }[] = [];
   const visit = (node: ts.Node): void => {
-    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
+    if (
+      (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) &&
+      node.moduleSpecifier &&
+      ts.isStringLiteral(node.moduleSpecifier)
+    ) {
       const names: string[] = [];
       if (ts.isImportDeclaration(node)) {
         const bindings = node.importClause?.namedBindings;
-        if (bindings && ts.isNamedImports(bindings)) for (const e of bindings.elements) names.push((e.propertyName ?? e.name).text);
+        if (bindings && ts.isNamedImports(bindings))
+          for (const e of bindings.elements) names.push((e.propertyName ?? e.name).text);
         if (node.importClause?.name) names.push('default');
       } else if (node.exportClause && ts.isNamedExports(node.exportClause)) {
         for (const e of node.exportClause.elements) names.push((e.propertyName ?? e.name).text);
@@ -48,7 +57,10 @@ function importsOf(file: ts.SourceFile): { from: string; names: string[] }[] {
       found.push({ from: node.moduleSpecifier.text, names });
     }
     if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal)) {
-      found.push({ from: node.argument.literal.text, names: node.qualifier ? [node.qualifier.getText(file).split('.')[0]] : [] });
+      found.push({
+        from: node.argument.literal.text,
+        names: node.qualifier ? [node.qualifier.getText(file).split('.')[0]] : [],
+      });
     }
     ts.forEachChild(node, visit);
   };
@@ -56,7 +68,8 @@ function importsOf(file: ts.SourceFile): { from: string; names: string[] }[] {
   return found.filter((i) => i.from.startsWith('.'));
 }
 
-const resolveDts = (fromFile: string, specifier: string) => resolve(dirname(fromFile), specifier.replace(/\.js$/, '.d.ts'));
+const resolveDts = (fromFile: string, specifier: string) =>
+  resolve(dirname(fromFile), specifier.replace(/\.js$/, '.d.ts'));
 
 describe('public API (emitted .d.ts)', () => {
   beforeAll(() => {
@@ -97,7 +110,8 @@ describe('public API (emitted .d.ts)', () => {
     for (const [file, imports] of reachable()) {
       if (ENTRIES.some((e) => file === join(out, `${e}.d.ts`))) continue;
       for (const { from, names } of imports) {
-        for (const name of names) if (!exported.has(name)) leaks.push(`${file.slice(out.length + 1)} uses ${name} from ${from}`);
+        for (const name of names)
+          if (!exported.has(name)) leaks.push(`${file.slice(out.length + 1)} uses ${name} from ${from}`);
       }
     }
     expect(leaks).toEqual([]);
@@ -105,14 +119,41 @@ describe('public API (emitted .d.ts)', () => {
 
   it('exports the contract of DESIGN §2 and none of the engine’s machinery', () => {
     const exported = publicNames();
-    for (const name of ['RedisLockModule', 'LockService', 'LockEngine', 'WriteLocked', 'ReadLocked', 'Locked', 'LockError', 'LockHandle']) {
+    for (const name of [
+      'RedisLockModule',
+      'LockService',
+      'LockEngine',
+      'WriteLocked',
+      'ReadLocked',
+      'Locked',
+      'LockError',
+      'LockHandle',
+    ]) {
       expect(exported.has(name)).toBe(true);
     }
     // Event payloads: the map of events and the types of their fields (every payload's `kind` is a LockKind).
-    for (const name of ['LockEvents', 'LockEventName', 'LockEventListener', 'LockKind', 'HeldTooLongEvent', 'LockHolderIdentity']) {
+    for (const name of [
+      'LockEvents',
+      'LockEventName',
+      'LockEventListener',
+      'LockKind',
+      'HeldTooLongEvent',
+      'LockHolderIdentity',
+    ]) {
       expect(exported.has(name)).toBe(true);
     }
-    for (const name of ['Hold', 'LockOwner', 'LockStore', 'RedisLockStore', 'Watchdog', 'WaitingRoom', 'Acquirer', 'HoldKeeper', 'LockRegistry', 'LockInterceptor']) {
+    for (const name of [
+      'Hold',
+      'LockOwner',
+      'LockStore',
+      'RedisLockStore',
+      'Watchdog',
+      'WaitingRoom',
+      'Acquirer',
+      'HoldKeeper',
+      'LockRegistry',
+      'LockInterceptor',
+    ]) {
       expect(exported.has(name)).toBe(false);
     }
   });

@@ -86,9 +86,19 @@ describe('lock board accessibility', () => {
     await until(async () => (await page.locator('#rows tr').count()) === 2, 15_000, 'both locks');
     const prefix = app.locks.engine.settings.keyPrefix;
     expect(await page.locator('table#locks > caption').innerText()).toBe(`Held locks under ${prefix}`);
-    const heads = await page.locator('table#locks thead th').evaluateAll((ths) => ths.map((th) => `${th.textContent}:${th.getAttribute('scope')}`));
-    expect(heads).toEqual(['Kind', 'Key', 'Mode', 'Holders', 'Held for', 'Lease left', 'Fencing token', 'Waiting', 'Alarms'].map((h) => `${h}:col`));
-    const rowHeads = await page.locator('#rows tr').evaluateAll((trs) => trs.map((tr) => `${tr.querySelector('th')?.getAttribute('scope')}:${tr.querySelector('th')?.textContent}`));
+    const heads = await page
+      .locator('table#locks thead th')
+      .evaluateAll((ths) => ths.map((th) => `${th.textContent}:${th.getAttribute('scope')}`));
+    expect(heads).toEqual(
+      ['Kind', 'Key', 'Mode', 'Holders', 'Held for', 'Lease left', 'Fencing token', 'Waiting', 'Alarms'].map(
+        (h) => `${h}:col`,
+      ),
+    );
+    const rowHeads = await page
+      .locator('#rows tr')
+      .evaluateAll((trs) =>
+        trs.map((tr) => `${tr.querySelector('th')?.getAttribute('scope')}:${tr.querySelector('th')?.textContent}`),
+      );
     expect(rowHeads).toEqual(['row:sem:1', 'row:sem:2']);
     // The table is found by its caption.
     expect(await page.getByRole('table', { name: `Held locks under ${prefix}` }).count()).toBe(1);
@@ -99,7 +109,9 @@ describe('lock board accessibility', () => {
     const app = await board();
     const long = `report:${'x'.repeat(120)}`;
     const held = await Promise.all([long, 'zoom:1'].map((k) => app.locks.acquire(k)));
-    const readers = await Promise.all(Array.from({ length: 3 }, () => app.locks.acquire('zoom:read', { mode: 'read' })));
+    const readers = await Promise.all(
+      Array.from({ length: 3 }, () => app.locks.acquire('zoom:read', { mode: 'read' })),
+    );
     const page = await open(`${app.origin}/locks`, { viewport: { width: 640, height: 720 }, deviceScaleFactor: 2 });
     await until(async () => (await page.locator('#rows tr').count()) === 3, 15_000, 'the locks');
     await page.getByRole('button', { name: 'Details of lock zoom:read' }).click();
@@ -118,7 +130,9 @@ describe('lock board accessibility', () => {
     const wide = await page.evaluate(() => {
       const doc = (globalThis as any).document;
       const all = [...doc.querySelectorAll('body *')] as any[];
-      return all.filter((e) => !e.closest('.scroll') && e.getBoundingClientRect().right > doc.documentElement.clientWidth + 1).map((e) => `${e.tagName.toLowerCase()}.${e.className}`);
+      return all
+        .filter((e) => !e.closest('.scroll') && e.getBoundingClientRect().right > doc.documentElement.clientWidth + 1)
+        .map((e) => `${e.tagName.toLowerCase()}.${e.className}`);
     });
     expect(wide).toEqual([]);
     expect(widths.page).toBeLessThanOrEqual(widths.window);

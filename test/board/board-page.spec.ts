@@ -53,17 +53,31 @@ function keysShown(page: Page): Promise<string[]> {
 
 async function untilKeys(page: Page, check: (keys: string[]) => boolean, what: string): Promise<string[]> {
   let keys: string[] = [];
-  await until(async () => check((keys = await keysShown(page))), 15_000, `${what} (table shows ${JSON.stringify(keys)})`);
+  await until(
+    async () => check((keys = await keysShown(page))),
+    15_000,
+    `${what} (table shows ${JSON.stringify(keys)})`,
+  );
   return keys;
 }
 
 function row(page: Page, key: string) {
-  return page.locator('#rows tr').filter({ has: page.getByRole('button', { name: `Details of lock ${key}`, exact: true }) });
+  return page
+    .locator('#rows tr')
+    .filter({ has: page.getByRole('button', { name: `Details of lock ${key}`, exact: true }) });
 }
 
 /** A process holding `key` until told to release (a `wait` task on a free lock is granted at once). */
 async function holder(prefix: string, key: string, mode: 'read' | 'write' = 'write'): Promise<WorkerProcess> {
-  const worker = WorkerProcess.start(kit, { kind: 'wait', redis: redisUrl(), prefix, key, mode, fair: false, waitTimeoutMs: 10_000 });
+  const worker = WorkerProcess.start(kit, {
+    kind: 'wait',
+    redis: redisUrl(),
+    prefix,
+    key,
+    mode,
+    fair: false,
+    waitTimeoutMs: 10_000,
+  });
   await worker.next('held', 20_000);
   return worker;
 }
@@ -98,17 +112,37 @@ describe('lock board page', () => {
     const prefix = app.locks.engine.settings.keyPrefix;
     const owner = await holder(prefix, 'queue:fair');
     // A fair waiter in another process (its arrival is in Redis), and a non-fair waiter of the board's own process.
-    const fairWaiter = WorkerProcess.start(kit, { kind: 'wait', redis: redisUrl(), prefix, key: 'queue:fair', mode: 'write', fair: true, waitTimeoutMs: patience });
+    const fairWaiter = WorkerProcess.start(kit, {
+      kind: 'wait',
+      redis: redisUrl(),
+      prefix,
+      key: 'queue:fair',
+      mode: 'write',
+      fair: true,
+      waitTimeoutMs: patience,
+    });
     await fairWaiter.next('waiting');
     const blocker = await app.locks.engine.acquire('queue:own');
     const ownWait = kit.engine({ keyPrefix: prefix }).acquire('queue:own', { waitTimeoutMs: patience });
     const ownWaiter = app.locks.acquire('queue:own', { waitTimeoutMs: patience });
     const { page, problems } = await open(`${app.origin}/locks/`);
     await untilKeys(page, (k) => k.join() === 'queue:fair,queue:own', 'both locks');
-    await until(async () => (await row(page, 'queue:fair').innerText()).includes('1 (1 writer, 0 readers'), 15_000, 'the fair waiter');
-    await until(async () => /2 \(2 writers, 0 readers\); oldest .*, this instance/.test(await row(page, 'queue:own').innerText()), 15_000, 'the waiters of queue:own');
+    await until(
+      async () => (await row(page, 'queue:fair').innerText()).includes('1 (1 writer, 0 readers'),
+      15_000,
+      'the fair waiter',
+    );
+    await until(
+      async () => /2 \(2 writers, 0 readers\); oldest .*, this instance/.test(await row(page, 'queue:own').innerText()),
+      15_000,
+      'the waiters of queue:own',
+    );
     for (const key of ['queue:fair', 'queue:own']) {
-      await until(async () => (await row(page, key).getAttribute('class'))?.includes('alarm') === true, 15_000, `${key} highlighted`);
+      await until(
+        async () => (await row(page, key).getAttribute('class'))?.includes('alarm') === true,
+        15_000,
+        `${key} highlighted`,
+      );
       expect(await row(page, key).locator('.badge').innerText()).toBe('waiting > 1.5 s');
     }
     expect(await row(page, 'queue:fair').innerText()).toMatch(/oldest [\d.]+ s, fair queue/);
@@ -126,7 +160,9 @@ describe('lock board page', () => {
 
   it('filters by key prefix, keeps the filter in the address, and says how many more there are past maxKeys', async () => {
     const app = await board({ board: { maxKeys: 3 } });
-    const handles = await Promise.all(['article:1', 'article:2', 'article:3', 'article:4', 'user:1'].map((k) => app.locks.acquire(k)));
+    const handles = await Promise.all(
+      ['article:1', 'article:2', 'article:3', 'article:4', 'user:1'].map((k) => app.locks.acquire(k)),
+    );
     const { page, problems } = await open(`${app.origin}/locks`);
     await untilKeys(page, (k) => k.join() === 'article:1,article:2,article:3', 'the first three keys');
     expect(await page.locator('#summary').innerText()).toContain('2 more, narrow the filter');
@@ -142,15 +178,22 @@ describe('lock board page', () => {
     expect(problems).toEqual([]);
   }, 90_000);
 
-
   it('highlights a lock held longer than holdWarningMs (badge and alarm colour), and not one held for less', async () => {
     const app = await board({ lockOptions: { holdWarningMs: 3_000, waitWarningMs: 0 } });
     const old = await app.locks.acquire('hold:old', { leaseMs: 30_000 });
     const { page, problems } = await open(`${app.origin}/locks`);
-    await until(async () => (await row(page, 'hold:old').getAttribute('class'))?.includes('alarm') === true, 15_000, 'hold:old highlighted');
+    await until(
+      async () => (await row(page, 'hold:old').getAttribute('class'))?.includes('alarm') === true,
+      15_000,
+      'hold:old highlighted',
+    );
     expect(await row(page, 'hold:old').locator('.badge').innerText()).toBe('held > 3.0 s');
     // The highlight is visible: the alarm background of board.css, not the plain one.
-    const background = (key: string) => row(page, key).locator('td').first().evaluate((td) => (globalThis as any).getComputedStyle(td).backgroundColor as string);
+    const background = (key: string) =>
+      row(page, key)
+        .locator('td')
+        .first()
+        .evaluate((td) => (globalThis as any).getComputedStyle(td).backgroundColor as string);
     expect(await background('hold:old')).toBe('rgb(255, 241, 229)');
     // A lock taken now is shown (within a refresh or two, well under 3 s) without the highlight.
     const fresh = await app.locks.acquire('hold:new', { leaseMs: 30_000 });
@@ -171,55 +214,67 @@ describe('lock board page', () => {
     const label = ` · seen by ${hostname()} pid ${process.pid}`;
     let items: string[] = [];
     await until(
-      async () => (items = await page.locator('#events li').allInnerTexts()).some((t) => t.includes('released event:1')),
+      async () =>
+        (items = await page.locator('#events li').allInnerTexts()).some((t) => t.includes('released event:1')),
       15_000,
       'the released event',
     );
     const acquired = items.find((t) => t.includes('acquired event:1'));
     const released = items.find((t) => t.includes('released event:1'));
-    expect(acquired).toMatch(new RegExp(`^\\S.* acquired event:1 \\(write\\) by \\S+, waited \\d+ ms${label.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`));
+    expect(acquired).toMatch(
+      new RegExp(
+        `^\\S.* acquired event:1 \\(write\\) by \\S+, waited \\d+ ms${label.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`,
+      ),
+    );
     expect(released).toMatch(/^\S.* released event:1 \(write\) by \S+, held \d+ ms · seen by /);
     expect(released!.endsWith(label)).toBe(true);
-    expect(await page.locator('#instance').innerText()).toBe(`Answered by ${hostname()} pid ${process.pid} (${app.locks.engine.settings.appName})`);
+    expect(await page.locator('#instance').innerText()).toBe(
+      `Answered by ${hostname()} pid ${process.pid} (${app.locks.engine.settings.appName})`,
+    );
     expect(problems).toEqual([]);
   }, 90_000);
 });
 
 describe.each(['express', 'fastify'] as const)('lock board page under a Content-Security-Policy on %s', (platform) => {
-    it('renders a key made of markup as text, under helmet’s default Content-Security-Policy', async () => {
-      const xss = '<img src=x onerror=alert(1)>';
-      const app = await board({ platform, configure: (a) => void a.use(helmet()) });
-      const lock = await app.locks.acquire(xss);
-      const { page, problems } = await open(`${app.origin}/locks`);
-      await untilKeys(page, (k) => k.join() === xss, 'the markup key');
-      expect(await row(page, xss).locator('.key').innerText()).toBe(xss);
-      expect(await page.locator('img').count()).toBe(0);
-      await row(page, xss).getByRole('button').click();
-      await page.locator('#detail-title').waitFor();
-      await until(async () => (await page.locator('#detail-rows tr').count()) === 1, 10_000, 'the detail view');
-      expect(await page.locator('#detail-title').innerText()).toBe(`lock ${xss}`);
-      expect(await page.locator('img').count()).toBe(0);
-      const csp = (await page.request.get(`${app.origin}/locks/index.html`)).headers()['content-security-policy'];
-      // helmet's policy is the one in force (the board does not replace an application's own).
-      expect(csp).toContain("script-src-attr 'none'");
-      await lock.release();
-      expect(problems).toEqual([]);
-    }, 90_000);
+  it('renders a key made of markup as text, under helmet’s default Content-Security-Policy', async () => {
+    const xss = '<img src=x onerror=alert(1)>';
+    const app = await board({ platform, configure: (a) => void a.use(helmet()) });
+    const lock = await app.locks.acquire(xss);
+    const { page, problems } = await open(`${app.origin}/locks`);
+    await untilKeys(page, (k) => k.join() === xss, 'the markup key');
+    expect(await row(page, xss).locator('.key').innerText()).toBe(xss);
+    expect(await page.locator('img').count()).toBe(0);
+    await row(page, xss).getByRole('button').click();
+    await page.locator('#detail-title').waitFor();
+    await until(async () => (await page.locator('#detail-rows tr').count()) === 1, 10_000, 'the detail view');
+    expect(await page.locator('#detail-title').innerText()).toBe(`lock ${xss}`);
+    expect(await page.locator('img').count()).toBe(0);
+    const csp = (await page.request.get(`${app.origin}/locks/index.html`)).headers()['content-security-policy'];
+    // helmet's policy is the one in force (the board does not replace an application's own).
+    expect(csp).toContain("script-src-attr 'none'");
+    await lock.release();
+    expect(problems).toEqual([]);
+  }, 90_000);
 
-    it('works under a strict CSP of its own when the application sets none: every part comes from its own files', async () => {
-      const app = await board({ platform });
-      const lock = await app.locks.acquire('csp:1');
-      const { page, problems } = await open(`${app.origin}/locks`);
-      const csp = (await page.request.get(`${app.origin}/locks/index.html`)).headers()['content-security-policy'];
-      expect(csp).toBe(
-        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
-      );
-      await untilKeys(page, (k) => k.join() === 'csp:1', 'the lock');
-      // The style sheet applied (a rule of board.css), so it was not blocked.
-      expect(await page.locator('th').first().evaluate((th) => (globalThis as any).getComputedStyle(th).fontWeight)).toBe('600');
-      await lock.release();
-      expect(problems).toEqual([]);
-    }, 90_000);
+  it('works under a strict CSP of its own when the application sets none: every part comes from its own files', async () => {
+    const app = await board({ platform });
+    const lock = await app.locks.acquire('csp:1');
+    const { page, problems } = await open(`${app.origin}/locks`);
+    const csp = (await page.request.get(`${app.origin}/locks/index.html`)).headers()['content-security-policy'];
+    expect(csp).toBe(
+      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+    );
+    await untilKeys(page, (k) => k.join() === 'csp:1', 'the lock');
+    // The style sheet applied (a rule of board.css), so it was not blocked.
+    expect(
+      await page
+        .locator('th')
+        .first()
+        .evaluate((th) => (globalThis as any).getComputedStyle(th).fontWeight),
+    ).toBe('600');
+    await lock.release();
+    expect(problems).toEqual([]);
+  }, 90_000);
 });
 
 describe('lock board on a Redis Cluster', () => {
@@ -230,10 +285,16 @@ describe('lock board on a Redis Cluster', () => {
     const app = await board({ redis: client, keyPrefix });
     const keys = Array.from({ length: 12 }, (_, i) => `spread:${String(i).padStart(2, '0')}`);
     const handles = await Promise.all(keys.map((k) => app.locks.acquire(k)));
-    const masters = new Set(await Promise.all(keys.map(async (k) => (await cluster.masterFor(`${keyPrefix}{${k}}`)).port)));
+    const masters = new Set(
+      await Promise.all(keys.map(async (k) => (await cluster.masterFor(`${keyPrefix}{${k}}`)).port)),
+    );
     expect(masters.size).toBe(3);
     const snapshot = (await (await fetch(`${app.origin}/locks/api/snapshot`)).json()) as BoardSnapshot;
-    expect({ keys: snapshot.entries.map((e) => e.key), complete: snapshot.complete, failures: snapshot.failures }).toEqual({ keys, complete: true, failures: [] });
+    expect({
+      keys: snapshot.entries.map((e) => e.key),
+      complete: snapshot.complete,
+      failures: snapshot.failures,
+    }).toEqual({ keys, complete: true, failures: [] });
     const { page, problems } = await open(`${app.origin}/locks`);
     await untilKeys(page, (k) => k.join() === keys.join(), 'every lock of every master');
     await Promise.all(handles.map((h) => h.release()));

@@ -80,12 +80,19 @@ describe('lock board snapshots', () => {
     const lock = await app.locks.acquire('budget:1');
     await admin.config('RESETSTAT');
     const taken = await snapshot(app);
-    expect({ cut: taken.cut, complete: taken.complete, error: taken.error }).toEqual({ cut: 'time-budget', complete: false, error: undefined });
+    expect({ cut: taken.cut, complete: taken.complete, error: taken.error }).toEqual({
+      cut: 'time-budget',
+      complete: false,
+      error: undefined,
+    });
     // It stopped well before the end of the keyspace.
     expect((await commandStats(admin)).scan).toBeLessThan(2_000);
     const page = await open(`${app.origin}/locks`);
     await until(
-      async () => (await page.locator('#summary').innerText()).includes('The scan stopped at its time budget: some keys may be missing; narrow the filter.'),
+      async () =>
+        (await page.locator('#summary').innerText()).includes(
+          'The scan stopped at its time budget: some keys may be missing; narrow the filter.',
+        ),
       15_000,
       'the time-budget notice',
     );
@@ -98,7 +105,11 @@ describe('lock board snapshots', () => {
     const held = await Promise.all(keys.map((k) => app.locks.acquire(k, { leaseMs: 60_000 })));
     await admin.config('RESETSTAT');
     const taken = await snapshot(app);
-    expect({ cut: taken.cut, complete: taken.complete, entries: taken.entries.length }).toEqual({ cut: 'max-keys', complete: false, entries: 10 });
+    expect({ cut: taken.cut, complete: taken.complete, entries: taken.entries.length }).toEqual({
+      cut: 'max-keys',
+      complete: false,
+      entries: 10,
+    });
     // It found more than 10 and stopped before the 200: the rest of the keyspace was not scanned, nor read.
     expect(taken.found).toBeGreaterThan(10);
     expect(taken.found).toBeLessThan(200);

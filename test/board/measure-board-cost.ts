@@ -14,7 +14,9 @@ const ROUNDS = 5;
 
 async function stats(redis: Redis): Promise<Map<string, { calls: number; usec: number }>> {
   const out = new Map<string, { calls: number; usec: number }>();
-  for (const [, name, calls, usec] of (await redis.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) {
+  for (const [, name, calls, usec] of (await redis.info('commandstats')).matchAll(
+    /^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm,
+  )) {
     out.set(name, { calls: Number(calls), usec: Number(usec) });
   }
   return out;
@@ -37,7 +39,9 @@ async function main(): Promise<void> {
       }
       await pipeline.exec();
     }
-    console.log(`created ${LOCKS} locks in ${Math.round(performance.now() - started)} ms; dbsize ${await redis.dbsize()}; used_memory ${/used_memory_human:(\S+)/.exec(await redis.info('memory'))?.[1]}`);
+    console.log(
+      `created ${LOCKS} locks in ${Math.round(performance.now() - started)} ms; dbsize ${await redis.dbsize()}; used_memory ${/used_memory_human:(\S+)/.exec(await redis.info('memory'))?.[1]}`,
+    );
     const settings = {
       refreshMs: 1,
       maxKeys: DEFAULT_LOCK_BOARD_SETTINGS.maxKeys,
@@ -47,7 +51,10 @@ async function main(): Promise<void> {
       waitWarningMs: 5_000,
       kinds: BOARD_KINDS,
     };
-    const rows: string[] = ['| snapshot | wall ms (median) | found | read | complete | SCAN calls | Redis µs: SCAN | Redis µs: INSPECT (EVALSHA) | Redis µs total |', '|---|---|---|---|---|---|---|---|---|'];
+    const rows: string[] = [
+      '| snapshot | wall ms (median) | found | read | complete | SCAN calls | Redis µs: SCAN | Redis µs: INSPECT (EVALSHA) | Redis µs total |',
+      '|---|---|---|---|---|---|---|---|---|',
+    ];
     for (const [label, filter, maxKeys] of [
       ['all, default maxKeys', '', settings.maxKeys],
       ['all, maxKeys 50', '', 50],

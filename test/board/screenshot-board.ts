@@ -32,7 +32,15 @@ async function main(): Promise<void> {
     const prefix = locks.engine.settings.keyPrefix;
     // Two other processes: one holds an export and a read lock, the other waits (fair) behind the export.
     const hold = (key: string, mode: 'read' | 'write', fair = false) =>
-      WorkerProcess.start(resources, { kind: 'wait', redis: redis.url, prefix, key, mode, fair, waitTimeoutMs: 120_000 });
+      WorkerProcess.start(resources, {
+        kind: 'wait',
+        redis: redis.url,
+        prefix,
+        key,
+        mode,
+        fair,
+        waitTimeoutMs: 120_000,
+      });
     const workers = [hold('export:2026-q3', 'write'), hold('article:42', 'read'), hold('invoice:7781', 'write')];
     await Promise.all(workers.map((w) => w.next('held', 30_000)));
     await hold('article:42', 'read').next('held', 30_000);
@@ -44,7 +52,10 @@ async function main(): Promise<void> {
     await sleep(6_000); // past the default waitWarningMs (5 s): the alarm highlight shows
     const browser = await launchChromium();
     closers.push(() => browser.close());
-    const context = await browser.newContext({ viewport: { width: 1280, height: 720 }, extraHTTPHeaders: { authorization: `Bearer ${TOKEN}` } });
+    const context = await browser.newContext({
+      viewport: { width: 1280, height: 720 },
+      extraHTTPHeaders: { authorization: `Bearer ${TOKEN}` },
+    });
     const page = await context.newPage();
     await page.goto(`http://127.0.0.1:${port}/locks-board`);
     await page.locator('#rows tr').nth(3).waitFor();

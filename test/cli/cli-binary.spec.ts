@@ -30,7 +30,12 @@ function run(args: readonly string[], env: NodeJS.ProcessEnv = {}, input = ''): 
 function runOnTerminal(args: readonly string[], typed: string): Run {
   const started = performance.now();
   const quoted = [bin, ...args].map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(' ');
-  const out = spawnSync('script', ['-qec', quoted, '/dev/null'], { input: typed, encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' }, timeout: 30_000 });
+  const out = spawnSync('script', ['-qec', quoted, '/dev/null'], {
+    input: typed,
+    encoding: 'utf8',
+    env: { ...process.env, NODE_OPTIONS: '' },
+    timeout: 30_000,
+  });
   return { code: out.status, stdout: out.stdout, stderr: out.stderr, ms: performance.now() - started };
 }
 
@@ -57,7 +62,15 @@ describe('nest-redis-locks (installed from the packed tarball)', () => {
     expect(help.stdout).toContain('release <key> --force');
     const version = await run(['--version']);
     expect(version.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
-    for (const args of [[], ['frobnicate'], ['inspect'], ['release', 'k'], ['list', '--url', 'http://x'], ['list', '--url', 'redis://a', '--url', 'redis://b'], ['list', '--timeout', 'soon']]) {
+    for (const args of [
+      [],
+      ['frobnicate'],
+      ['inspect'],
+      ['release', 'k'],
+      ['list', '--url', 'http://x'],
+      ['list', '--url', 'redis://a', '--url', 'redis://b'],
+      ['list', '--timeout', 'soon'],
+    ]) {
       const r = await run(args);
       expect([args.join(' '), r.code]).toEqual([args.join(' '), 2]);
       expectOneLineError(r);
@@ -77,7 +90,9 @@ describe('nest-redis-locks (installed from the packed tarball)', () => {
     expect(list.stdout).toMatch(/^lock\s+order:2\s+read\s/m);
     expect(list.stdout).toContain(`:${process.pid}`);
     expect(list.stdout).toContain(`3 held under ${prefix}.`);
-    const filtered = JSON.parse((await run(['list', 'order:', '--json', ...base], { REDIS_URL: redisUrl() })).stdout) as { entries: { key: string }[] };
+    const filtered = JSON.parse(
+      (await run(['list', 'order:', '--json', ...base], { REDIS_URL: redisUrl() })).stdout,
+    ) as { entries: { key: string }[] };
     expect(filtered.entries.map((e) => e.key)).toEqual(['order:1', 'order:2']);
     const inspect = await run(['inspect', 'order:1', ...base]);
     expect(inspect.stdout).toContain(`lock order:1: write, fencing token ${held.fencingToken}`);
@@ -124,12 +139,18 @@ describe('nest-redis-locks (installed from the packed tarball)', () => {
     const prefix = uniquePrefix('cli');
     const engine = kit.engine({ keyPrefix: prefix });
     const lock = await engine.acquire('watched:1');
-    const child = spawn(bin, ['watch', '--json', '--interval', '200', '--url', redisUrl(), '--prefix', prefix], { cwd: project, env: { ...process.env, NODE_OPTIONS: '' } });
+    const child = spawn(bin, ['watch', '--json', '--interval', '200', '--url', redisUrl(), '--prefix', prefix], {
+      cwd: project,
+      env: { ...process.env, NODE_OPTIONS: '' },
+    });
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     await until(() => out.split('\n').filter(Boolean).length >= 3, 15_000, 'three refreshes');
-    const snapshots = out.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { entries: { key: string }[] });
+    const snapshots = out
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { entries: { key: string }[] });
     expect(snapshots[0].entries.map((e) => e.key)).toEqual(['watched:1']);
     child.kill('SIGINT');
     expect(await exited).toBe(0);
@@ -146,9 +167,26 @@ describe('nest-redis-locks (installed from the packed tarball)', () => {
     expect(list.stdout).toMatch(/^lock\s+env:1\s+write\s/m);
     expect(list.stdout).toContain('1 held under lock:.');
     const inspect = await run(['inspect', 'env:1', '--json'], { REDIS_URL: server.url });
-    const entry = JSON.parse(inspect.stdout) as { kind: string; key: string; mode: string; fencingToken: number; holders: { pid: number; owner: string; holdCount: number }[] };
-    expect({ kind: entry.kind, key: entry.key, mode: entry.mode, fencingToken: entry.fencingToken }).toEqual({ kind: 'lock', key: 'env:1', mode: 'write', fencingToken: held.fencingToken });
-    expect(entry.holders).toEqual([expect.objectContaining({ pid: process.pid, owner: (await engine.inspect('env:1'))!.holders[0].owner, holdCount: 1 })]);
+    const entry = JSON.parse(inspect.stdout) as {
+      kind: string;
+      key: string;
+      mode: string;
+      fencingToken: number;
+      holders: { pid: number; owner: string; holdCount: number }[];
+    };
+    expect({ kind: entry.kind, key: entry.key, mode: entry.mode, fencingToken: entry.fencingToken }).toEqual({
+      kind: 'lock',
+      key: 'env:1',
+      mode: 'write',
+      fencingToken: held.fencingToken,
+    });
+    expect(entry.holders).toEqual([
+      expect.objectContaining({
+        pid: process.pid,
+        owner: (await engine.inspect('env:1'))!.holders[0].owner,
+        holdCount: 1,
+      }),
+    ]);
     expect(JSON.parse((await run(['inspect', 'env:none', '--json'], { REDIS_URL: server.url })).stdout)).toBeNull();
     await held.release();
   }, 60_000);
@@ -156,13 +194,22 @@ describe('nest-redis-locks (installed from the packed tarball)', () => {
   it('lists, inspects and force-releases a semaphore (every permit)', async () => {
     const prefix = uniquePrefix('cli');
     const engine = kit.engine({ keyPrefix: prefix });
-    const permits = await Promise.all([engine.acquirePermit('pool', { limit: 3 }), engine.acquirePermit('pool', { limit: 3 })]);
+    const permits = await Promise.all([
+      engine.acquirePermit('pool', { limit: 3 }),
+      engine.acquirePermit('pool', { limit: 3 }),
+    ]);
     const base = ['--url', redisUrl(), '--prefix', prefix];
     const list = await run(['list', ...base]);
     expect(list.stdout).toMatch(/^semaphore\s+pool\s+permits 2\/3\s/m);
-    const inspect = JSON.parse((await run(['inspect', 'pool', '--json', ...base])).stdout) as { kind: string; mode: string; holders: { owner: string }[] };
+    const inspect = JSON.parse((await run(['inspect', 'pool', '--json', ...base])).stdout) as {
+      kind: string;
+      mode: string;
+      holders: { owner: string }[];
+    };
     expect({ kind: inspect.kind, mode: inspect.mode }).toEqual({ kind: 'semaphore', mode: 'permits 2/3' });
-    expect(inspect.holders.map((h) => h.owner).sort()).toEqual((await engine.inspectPermits('pool'))!.holders.map((h) => h.owner).sort());
+    expect(inspect.holders.map((h) => h.owner).sort()).toEqual(
+      (await engine.inspectPermits('pool'))!.holders.map((h) => h.owner).sort(),
+    );
     const human = await run(['inspect', 'pool', ...base]);
     expect(human.stdout).toContain('semaphore pool: permits 2/3');
     const released = await run(['release', 'pool', '--force', '--yes', '--json', ...base]);
@@ -175,8 +222,27 @@ describe('nest-redis-locks (installed from the packed tarball)', () => {
     const prefix = uniquePrefix('cli');
     const engine = kit.engine({ keyPrefix: prefix });
     const lock = await engine.acquire('drawn:1');
-    const quoted = ['timeout', '-s', 'INT', '3', bin, 'watch', '--interval', '300', '--url', redisUrl(), '--prefix', prefix].map((a) => `'${a}'`).join(' ');
-    const out = spawnSync('script', ['-qec', quoted, '/dev/null'], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' }, timeout: 30_000 });
+    const quoted = [
+      'timeout',
+      '-s',
+      'INT',
+      '3',
+      bin,
+      'watch',
+      '--interval',
+      '300',
+      '--url',
+      redisUrl(),
+      '--prefix',
+      prefix,
+    ]
+      .map((a) => `'${a}'`)
+      .join(' ');
+    const out = spawnSync('script', ['-qec', quoted, '/dev/null'], {
+      encoding: 'utf8',
+      env: { ...process.env, NODE_OPTIONS: '' },
+      timeout: 30_000,
+    });
     const frames = out.stdout.split('\x1b[H\x1b[2J').slice(1);
     expect(frames.length).toBeGreaterThanOrEqual(3);
     for (const frame of frames.slice(0, 3)) {
@@ -193,12 +259,64 @@ describe('nest-redis-locks (installed from the packed tarball)', () => {
       const r = spawnSync('openssl', args, { cwd: dir, encoding: 'utf8' });
       if (r.status !== 0) throw new Error(`openssl ${args.join(' ')} failed: ${r.stderr}`);
     };
-    ssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=test CA', '-keyout', 'ca.key', '-out', 'ca.pem');
-    ssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=127.0.0.1', '-keyout', 'server.key', '-out', 'server.csr');
+    ssl(
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-days',
+      '1',
+      '-subj',
+      '/CN=test CA',
+      '-keyout',
+      'ca.key',
+      '-out',
+      'ca.pem',
+    );
+    ssl(
+      'req',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-keyout',
+      'server.key',
+      '-out',
+      'server.csr',
+    );
     writeFileSync(join(dir, 'san.ext'), 'subjectAltName=IP:127.0.0.1\n');
-    ssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '1', '-extfile', 'san.ext', '-out', 'server.pem');
+    ssl(
+      'x509',
+      '-req',
+      '-in',
+      'server.csr',
+      '-CA',
+      'ca.pem',
+      '-CAkey',
+      'ca.key',
+      '-CAcreateserial',
+      '-days',
+      '1',
+      '-extfile',
+      'san.ext',
+      '-out',
+      'server.pem',
+    );
     const tlsPort = await freePort();
-    const server = await kit.server(['--tls-port', String(tlsPort), '--tls-cert-file', join(dir, 'server.pem'), '--tls-key-file', join(dir, 'server.key'), '--tls-ca-cert-file', join(dir, 'ca.pem'), '--tls-auth-clients', 'no']);
+    const server = await kit.server([
+      '--tls-port',
+      String(tlsPort),
+      '--tls-cert-file',
+      join(dir, 'server.pem'),
+      '--tls-key-file',
+      join(dir, 'server.key'),
+      '--tls-ca-cert-file',
+      join(dir, 'ca.pem'),
+      '--tls-auth-clients',
+      'no',
+    ]);
     const prefix = uniquePrefix('cli');
     const engine = kit.engine({ redis: server.url, keyPrefix: prefix });
     const lock = await engine.acquire('tls:1');
@@ -210,7 +328,9 @@ describe('nest-redis-locks (installed from the packed tarball)', () => {
     const refused = await run(['list', '--url', url, '--prefix', prefix, '--timeout', '1000']);
     expect(refused.code).toBe(1);
     expectOneLineError(refused);
-    expect(refused.stderr).toContain(`cannot reach Redis at 127.0.0.1:${tlsPort}: self-signed certificate in certificate chain`);
+    expect(refused.stderr).toContain(
+      `cannot reach Redis at 127.0.0.1:${tlsPort}: self-signed certificate in certificate chain`,
+    );
     await lock.release();
   }, 60_000);
 
@@ -221,15 +341,22 @@ describe('nest-redis-locks (installed from the packed tarball)', () => {
     const engine = kit.engine({ redis: client, keyPrefix: prefix });
     const keys = Array.from({ length: 12 }, (_, i) => `shard:${i}`);
     const handles = await Promise.all(keys.map((k) => engine.acquire(k)));
-    const masters = new Set(await Promise.all(keys.map(async (k) => (await cluster.masterFor(`${prefix}{${k}}`)).port)));
+    const masters = new Set(
+      await Promise.all(keys.map(async (k) => (await cluster.masterFor(`${prefix}{${k}}`)).port)),
+    );
     expect(masters.size).toBe(3);
     const [node] = cluster.nodes;
     const base = ['--cluster', '--url', `redis://${node.host}:${node.port}`, '--prefix', prefix];
-    const list = JSON.parse((await run(['list', '--json', ...base])).stdout) as { entries: { key: string }[]; complete: boolean };
+    const list = JSON.parse((await run(['list', '--json', ...base])).stdout) as {
+      entries: { key: string }[];
+      complete: boolean;
+    };
     expect(list.entries.map((e) => e.key)).toEqual([...keys].sort());
     expect(list.complete).toBe(true);
     // One node's URL without --cluster: the tool sees cluster_enabled:1 and scans every master all the same.
-    const detected = JSON.parse((await run(['list', '--json', '--url', `redis://${node.host}:${node.port}`, '--prefix', prefix])).stdout) as { entries: { key: string }[]; complete: boolean };
+    const detected = JSON.parse(
+      (await run(['list', '--json', '--url', `redis://${node.host}:${node.port}`, '--prefix', prefix])).stdout,
+    ) as { entries: { key: string }[]; complete: boolean };
     expect([detected.entries.map((e) => e.key), detected.complete]).toEqual([[...keys].sort(), true]);
     const released = await run(['release', 'shard:7', '--force', '--yes', ...base]);
     expect(released.stdout.trim()).toBe('released "shard:7"');

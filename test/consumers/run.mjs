@@ -2,7 +2,8 @@
 // and checks that it loads, type-checks and locks correctly there, against a real Redis.
 //
 //   1. `npm pack` the package once (its prepare script builds it) into test/consumers/.cache/.
-//   2. For each app folder (and the node22/node24 folders, Node binaries from the npm registry's `node` package): `npm ci` from its committed package-lock.json, skipped
+// 2. For each app folder (and the node22/node24 folders, Node binaries from the npm registry's `node` package): `npm
+// ci` from its committed package-lock.json, skipped
 //      when node_modules was installed from the same lock file by the same Node and npm (a stamp file
 //      records that); then `npm install --no-save <tarball>`, every time.
 //   3. Starts a throwaway redis-server (tools/redis-server.mjs) unless REDIS_URL is set.
@@ -38,7 +39,8 @@ const selected = (name) => only.length === 0 || only.some((text) => name.toLower
 /** Whether a text of CONSUMERS_ONLY names `app` (`nest11`, `nest11-cjs`, `nest11-cjs: tsc…`). */
 const names = (text, app) => app.includes(text) || text.startsWith(app);
 /** Whether CONSUMERS_ONLY may select a check of `app`: a text naming only another app does not. */
-const wanted = (app) => only.length === 0 || only.some((text) => names(text, app) || !APPS.some((other) => names(text, other)));
+const wanted = (app) =>
+  only.length === 0 || only.some((text) => names(text, app) || !APPS.some((other) => names(text, other)));
 const t0 = performance.now();
 /** Node majors besides the one running this script, each from test/consumers/node<major>/, for the nest12-esm app. */
 const NODE_MAJORS = [22, 24];
@@ -137,21 +139,24 @@ async function startAndHit(nodeBin, dir, main, redisUrl) {
   const fail = (message) => Object.assign(new Error(message), { output: out });
   try {
     for (const deadline = Date.now() + 20_000; !out.includes('listening on'); await sleep(50)) {
-      if (child.exitCode !== null || child.signalCode !== null) throw fail(`exited with ${child.signalCode ?? child.exitCode} before listening`);
+      if (child.exitCode !== null || child.signalCode !== null)
+        throw fail(`exited with ${child.signalCode ?? child.exitCode} before listening`);
       if (Date.now() > deadline) throw fail('did not listen within 20 s');
     }
     const base = `http://127.0.0.1:${port}`;
     const id = `smoke-${Date.now()}-${Math.random().toString(36).slice(2)}`;
     const inc = await fetch(`${base}/counters/${id}/increment`, { method: 'POST' });
     const body = await inc.json();
-    if (inc.status !== 201 || body.value !== 1) throw fail(`POST /counters/${id}/increment: ${inc.status} ${JSON.stringify(body)}`);
+    if (inc.status !== 201 || body.value !== 1)
+      throw fail(`POST /counters/${id}/increment: ${inc.status} ${JSON.stringify(body)}`);
     const health = await fetch(`${base}/health`);
     if (health.status !== 200) throw fail(`GET /health: ${health.status} ${await health.text()}`);
   } finally {
     child.kill('SIGTERM');
   }
   const { code, signal } = await Promise.race([exited, sleep(10_000, { code: 'still running 10 s after SIGTERM' })]);
-  // Nest's shutdown hooks close the app, then re-raise the signal: exit code 0 or death by SIGTERM both mean it stopped.
+  // Nest's shutdown hooks close the app, then re-raise the signal: exit code 0 or death by SIGTERM both mean it
+  // stopped.
   if (code !== 0 && signal !== 'SIGTERM') {
     child.kill('SIGKILL');
     throw fail(`did not stop on SIGTERM: ${signal ?? code}`);
@@ -159,7 +164,8 @@ async function startAndHit(nodeBin, dir, main, redisUrl) {
   return out;
 }
 
-const tsc = (dir, project) => run(process.execPath, [join(dir, 'node_modules/typescript/bin/tsc'), '-p', project], { cwd: dir });
+const tsc = (dir, project) =>
+  run(process.execPath, [join(dir, 'node_modules/typescript/bin/tsc'), '-p', project], { cwd: dir });
 
 /**
  * The TypeScript blocks of README.md and docs/*.md for `shape` (`// ESM only` ones for esm only), written into
@@ -168,17 +174,28 @@ const tsc = (dir, project) => run(process.execPath, [join(dir, 'node_modules/typ
  * the app's Nest. Problems are reported at the documents' lines (`docs/locks.md:42:7: error TS…`).
  */
 async function docSnippets(dir, shape) {
-  const written = await run(process.execPath, ['--import', './test/support/register-ts.mjs', 'test/docs/write-snippets.ts', dir, shape], {
-    cwd: repo,
-  });
+  const written = await run(
+    process.execPath,
+    ['--import', './test/support/register-ts.mjs', 'test/docs/write-snippets.ts', dir, shape],
+    {
+      cwd: repo,
+    },
+  );
   const origins = JSON.parse(readFileSync(join(dir, 'doc-snippets', 'origins.json'), 'utf8'));
   try {
-    await run(process.execPath, [join(dir, 'node_modules/typescript/bin/tsc'), '-p', 'doc-snippets/tsconfig.json', '--pretty', 'false'], { cwd: dir });
+    await run(
+      process.execPath,
+      [join(dir, 'node_modules/typescript/bin/tsc'), '-p', 'doc-snippets/tsconfig.json', '--pretty', 'false'],
+      { cwd: dir },
+    );
   } catch (err) {
-    err.output = String(err.output ?? '').replace(/^(doc-snippets\/[^(\n]+)\((\d+),(\d+)\)/gm, (whole, file, line, col) => {
-      const origin = origins[file];
-      return origin ? `${origin.doc}:${origin.line + Number(line) - 1}:${col} (${file})` : whole;
-    });
+    err.output = String(err.output ?? '').replace(
+      /^(doc-snippets\/[^(\n]+)\((\d+),(\d+)\)/gm,
+      (whole, file, line, col) => {
+        const origin = origins[file];
+        return origin ? `${origin.doc}:${origin.line + Number(line) - 1}:${col} (${file})` : whole;
+      },
+    );
     throw err;
   }
   return written;
@@ -191,11 +208,17 @@ async function nest11(redisUrl) {
   rmSync(join(dir, 'dist'), { recursive: true, force: true });
   await Promise.all([
     // The starter's settings: module commonjs (moduleResolution node10), emitting dist/ for `node dist/main.js`.
-    check('nest11-cjs: tsc, module commonjs (the starter)', () => tsc(dir, 'tsconfig.build.json'), { needed: selected(started) }),
+    check('nest11-cjs: tsc, module commonjs (the starter)', () => tsc(dir, 'tsconfig.build.json'), {
+      needed: selected(started),
+    }),
     // `require` resolution through `exports`: TS1479 here when the package had no `require` condition.
-    check('nest11-cjs: tsc, module/moduleResolution nodenext, skipLibCheck off', () => tsc(dir, 'tsconfig.nodenext.json')),
+    check('nest11-cjs: tsc, module/moduleResolution nodenext, skipLibCheck off', () =>
+      tsc(dir, 'tsconfig.nodenext.json'),
+    ),
     check('nest11-cjs: tsc, module/moduleResolution node16', () => tsc(dir, 'tsconfig.node16.json')),
-    check('nest11-cjs: every documentation snippet compiles (TypeScript 5.8, Nest 11 types)', () => docSnippets(dir, 'commonjs')),
+    check('nest11-cjs: every documentation snippet compiles (TypeScript 5.8, Nest 11 types)', () =>
+      docSnippets(dir, 'commonjs'),
+    ),
   ]);
   await check('nest11-cjs: jest + ts-jest (CommonJS) specs against Redis', () =>
     run(process.execPath, [join(dir, 'node_modules/jest/bin/jest.js'), '--runInBand', '--ci'], { cwd: dir, env }),
@@ -207,17 +230,29 @@ async function nest12(redisUrl, otherNodes) {
   const dir = join(here, 'nest12-esm');
   const env = { REDIS_URL: redisUrl };
   rmSync(join(dir, 'dist'), { recursive: true, force: true });
-  const nodes = [{ label: `Node ${process.versions.node}`, bin: process.execPath }, ...otherNodes.sort((a, b) => a.major - b.major)];
-  const runs = nodes.flatMap(({ label }) => [`nest12-esm: node:test specs against Redis (${label})`, `nest12-esm: node dist/src/main.js starts, locks a request, stops (${label})`]);
-  const compiled = await check('nest12-esm: tsc, nodenext (ESM), TypeScript 6, skipLibCheck off', () => tsc(dir, 'tsconfig.json'), {
-    needed: runs.some(selected),
-  });
+  const nodes = [
+    { label: `Node ${process.versions.node}`, bin: process.execPath },
+    ...otherNodes.sort((a, b) => a.major - b.major),
+  ];
+  const runs = nodes.flatMap(({ label }) => [
+    `nest12-esm: node:test specs against Redis (${label})`,
+    `nest12-esm: node dist/src/main.js starts, locks a request, stops (${label})`,
+  ]);
+  const compiled = await check(
+    'nest12-esm: tsc, nodenext (ESM), TypeScript 6, skipLibCheck off',
+    () => tsc(dir, 'tsconfig.json'),
+    {
+      needed: runs.some(selected),
+    },
+  );
   if (!compiled || !runs.some(selected)) return;
   const tests = readdirSync(join(dir, 'dist/test'))
     .filter((f) => f.endsWith('.test.js'))
     .map((f) => `dist/test/${f}`);
   for (const { label, bin } of nodes) {
-    await check(`nest12-esm: node:test specs against Redis (${label})`, () => run(bin, ['--test', ...tests], { cwd: dir, env }));
+    await check(`nest12-esm: node:test specs against Redis (${label})`, () =>
+      run(bin, ['--test', ...tests], { cwd: dir, env }),
+    );
     await check(`nest12-esm: node dist/src/main.js starts, locks a request, stops (${label})`, () =>
       startAndHit(bin, dir, 'dist/src/main.js', redisUrl),
     );
@@ -231,25 +266,35 @@ try {
   mkdirSync(cache, { recursive: true });
   for (const f of readdirSync(cache)) if (f.endsWith('.tgz')) rmSync(join(cache, f));
   let tarball;
-  const packing = check('npm pack (its prepare script builds the package)', async () => {
-    const out = await npm(['pack', '--json', '--pack-destination', cache], repo);
-    const [packed] = JSON.parse(out.slice(out.indexOf('[\n')));
-    tarball = join(cache, packed.filename);
-    return `${packed.filename}: ${packed.entryCount} files, ${(packed.size / 1024).toFixed(0)} kB`;
-  }, { needed: true }).then((ok) => (ok ? tarball : null));
+  const packing = check(
+    'npm pack (its prepare script builds the package)',
+    async () => {
+      const out = await npm(['pack', '--json', '--pack-destination', cache], repo);
+      const [packed] = JSON.parse(out.slice(out.indexOf('[\n')));
+      tarball = join(cache, packed.filename);
+      return `${packed.filename}: ${packed.entryCount} files, ${(packed.size / 1024).toFixed(0)} kB`;
+    },
+    { needed: true },
+  ).then((ok) => (ok ? tarball : null));
   const otherNodes = [];
   await Promise.all([
-    ...APPS.filter(wanted).map((app) => check(`${app}: install`, () => installApp(join(here, app), packing), { needed: true })),
+    ...APPS.filter(wanted).map((app) =>
+      check(`${app}: install`, () => installApp(join(here, app), packing), { needed: true }),
+    ),
     ...(wanted('nest12-esm') ? NODE_MAJORS : []).map((major) =>
-      check(`node${major}: install Node ${major} from the npm registry (package node)`, async () => {
-        const dir = join(here, `node${major}`);
-        const how = await installDependencies(dir);
-        const bin = join(dir, 'node_modules/node/bin/node');
-        const version = (await run(bin, ['--version'])).trim();
-        if (!version.startsWith(`v${major}.`)) throw new Error(`expected Node ${major}, got ${version}`);
-        otherNodes.push({ bin, major, label: `Node ${version.slice(1)}` });
-        return how;
-      }, { needed: true }),
+      check(
+        `node${major}: install Node ${major} from the npm registry (package node)`,
+        async () => {
+          const dir = join(here, `node${major}`);
+          const how = await installDependencies(dir);
+          const bin = join(dir, 'node_modules/node/bin/node');
+          const version = (await run(bin, ['--version'])).trim();
+          if (!version.startsWith(`v${major}.`)) throw new Error(`expected Node ${major}, got ${version}`);
+          otherNodes.push({ bin, major, label: `Node ${version.slice(1)}` });
+          return how;
+        },
+        { needed: true },
+      ),
     ),
   ]);
 
@@ -278,5 +323,7 @@ const passed = results.filter((r) => r.ok).length;
 const skipped = results.filter((r) => r.skipped).length;
 const failed = results.length - passed - skipped;
 console.log(`consumers: done in ${seconds(performance.now() - t0)}`);
-console.log(`consumers: ${passed} passed, ${failed} failed${only.length ? `, ${skipped} skipped (CONSUMERS_ONLY=${process.env.CONSUMERS_ONLY})` : ''}`);
+console.log(
+  `consumers: ${passed} passed, ${failed} failed${only.length ? `, ${skipped} skipped (CONSUMERS_ONLY=${process.env.CONSUMERS_ONLY})` : ''}`,
+);
 process.exit(failed > 0 ? 1 : exitCode);

@@ -5,7 +5,11 @@ import { projectDocs } from './markdown.js';
 /** Text the README repeats from a guide must say the same as the guide. */
 describe('README and guides agree', () => {
   const docs = new Map(projectDocs().map((d) => [d.path, d.text]));
-  const aclRules = (path: string) => docs.get(path)!.split('\n').filter((line) => line.startsWith('ACL SETUSER '));
+  const aclRules = (path: string) =>
+    docs
+      .get(path)!
+      .split('\n')
+      .filter((line) => line.startsWith('ACL SETUSER '));
 
   it('the ACL rule for a standalone Redis (the README’s is the one test/faults checks against a real Redis)', () => {
     const [readme] = aclRules('README.md');
@@ -21,11 +25,18 @@ describe('ACL rules cover the scripts', () => {
     const dir = new URL('../../lib/redis/', import.meta.url);
     const called = new Set<string>();
     for (const file of readdirSync(dir).filter((f) => f.endsWith('.ts') && !f.endsWith('.spec.ts'))) {
-      for (const match of readFileSync(new URL(file, dir), 'utf8').matchAll(/redis\.p?call\('([A-Za-z]+)'/g)) called.add(match[1].toLowerCase());
+      for (const match of readFileSync(new URL(file, dir), 'utf8').matchAll(/redis\.p?call\('([A-Za-z]+)'/g))
+        called.add(match[1].toLowerCase());
     }
     return [...called].sort();
   };
-  const rights = (line: string) => new Set(line.split(/\s+/).filter((w) => w.startsWith('+')).map((w) => w.slice(1).toLowerCase()));
+  const rights = (line: string) =>
+    new Set(
+      line
+        .split(/\s+/)
+        .filter((w) => w.startsWith('+'))
+        .map((w) => w.slice(1).toLowerCase()),
+    );
 
   it('finds the scripts’ commands', () => {
     expect(scriptCommands()).toEqual(expect.arrayContaining(['hset', 'hsetnx', 'zadd', 'publish', 'spublish', 'time']));
@@ -37,7 +48,10 @@ describe('ACL rules cover the scripts', () => {
     ['docs/failure-modes.md', 'spublish'],
     ['docs/board.md', 'publish'],
   ])('%s: the rule with +%s names every command', (path, publish) => {
-    const rules = docs.get(path)!.split('\n').filter((line) => line.startsWith('ACL SETUSER locks ') && rights(line).has(publish));
+    const rules = docs
+      .get(path)!
+      .split('\n')
+      .filter((line) => line.startsWith('ACL SETUSER locks ') && rights(line).has(publish));
     expect(rules.length).toBeGreaterThan(0);
     const other = publish === 'publish' ? 'spublish' : 'publish';
     for (const rule of rules) {
@@ -56,7 +70,9 @@ describe('README stays a front page', () => {
   });
 
   it('links every guide in docs/ from its guides table', () => {
-    const guides = readdirSync(new URL('../../docs/', import.meta.url)).filter((f) => f.endsWith('.md') && f !== 'README.md');
+    const guides = readdirSync(new URL('../../docs/', import.meta.url)).filter(
+      (f) => f.endsWith('.md') && f !== 'README.md',
+    );
     const table = readme().slice(readme().indexOf('## Guides'));
     expect(guides.filter((g) => !table.includes(`(docs/${g})`))).toEqual([]);
   });

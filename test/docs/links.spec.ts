@@ -10,8 +10,14 @@ describe('documentation links', () => {
   // The checker itself: a link to a missing file or heading must fail the test.
   it('reports a missing file, a missing heading and a missing heading of the same document', () => {
     const docs = [
-      { path: 'README.md', text: '# Title\n\n## Quick start\n\nSee [guide](docs/guide.md#options), [gone](docs/gone.md), [here](#quick-start), [nowhere](#quick-stat).\nA [link over\ntwo lines](#quick-strat) and `[code](#not-a-link)`.\n' },
-      { path: 'docs/guide.md', text: '# Guide\n\n## Option list\n\nBack to [the start](../README.md#quick-start) or [the package](../package.json).\n\n```md\n[not a link](missing.md)\n```\n' },
+      {
+        path: 'README.md',
+        text: '# Title\n\n## Quick start\n\nSee [guide](docs/guide.md#options), [gone](docs/gone.md), [here](#quick-start), [nowhere](#quick-stat).\nA [link over\ntwo lines](#quick-strat) and `[code](#not-a-link)`.\n',
+      },
+      {
+        path: 'docs/guide.md',
+        text: '# Guide\n\n## Option list\n\nBack to [the start](../README.md#quick-start) or [the package](../package.json).\n\n```md\n[not a link](missing.md)\n```\n',
+      },
     ];
     expect(brokenLinks(docs)).toEqual([
       'README.md:5: docs/guide.md#options: no heading "#options" in docs/guide.md',
@@ -25,7 +31,12 @@ describe('documentation links', () => {
     expect(slug('Reentrancy and the `Promise.all` trap')).toBe('reentrancy-and-the-promiseall-trap');
     expect(slug('Replica acknowledgement (`waitForReplicas`)')).toBe('replica-acknowledgement-waitforreplicas');
     expect(slug('Fencing: the store must check reads too')).toBe('fencing-the-store-must-check-reads-too');
-    expect(slug('With `@nestjs/schedule`\'s own options')).toBe('with-nestjsschedules-own-options');
-    expect([...anchors('# A\n## Options\n### Options\n```\n# not a heading\n```\n<a id="custom"></a>\n')]).toEqual(['a', 'options', 'options-1', 'custom']);
+    expect(slug("With `@nestjs/schedule`'s own options")).toBe('with-nestjsschedules-own-options');
+    expect([...anchors('# A\n## Options\n### Options\n```\n# not a heading\n```\n<a id="custom"></a>\n')]).toEqual([
+      'a',
+      'options',
+      'options-1',
+      'custom',
+    ]);
   });
 });

@@ -18,7 +18,10 @@ export function brokenLinks(docs: readonly Doc[], root = ROOT): string[] {
     for (const { target, line } of links(doc.text)) {
       if (/^[a-z][a-z+.-]*:/i.test(target)) continue; // http:, https:, mailto:
       const [pathPart, fragment] = splitTarget(target);
-      const path = pathPart === '' ? doc.path : normalize(join(dirname(doc.path), decodeURIComponent(pathPart))).replace(/\\/g, '/');
+      const path =
+        pathPart === ''
+          ? doc.path
+          : normalize(join(dirname(doc.path), decodeURIComponent(pathPart))).replace(/\\/g, '/');
       const where = `${doc.path}:${line}: ${target}`;
       if (path.startsWith('..') || (!texts.has(path) && !existsSync(join(root, path)))) {
         problems.push(`${where}: no such file (${relative(root, join(root, path)) || path})`);
@@ -26,7 +29,8 @@ export function brokenLinks(docs: readonly Doc[], root = ROOT): string[] {
       }
       if (fragment === undefined) continue;
       if (!path.endsWith('.md') || (!texts.has(path) && statSync(join(root, path)).isDirectory())) continue; // #L10 into source files: not checked
-      if (!anchorsOf(path).has(decodeURIComponent(fragment))) problems.push(`${where}: no heading "#${fragment}" in ${path}`);
+      if (!anchorsOf(path).has(decodeURIComponent(fragment)))
+        problems.push(`${where}: no heading "#${fragment}" in ${path}`);
     }
   }
   return problems;

@@ -66,7 +66,13 @@ export function codeBlocks(text: string): CodeBlock[] {
     }
     let k = i - 1;
     while (k >= 0 && lines[k].trim() === '') k--;
-    blocks.push({ lang: info.toLowerCase(), code: body.join('\n'), line: i + 2, before: k >= 0 ? lines[k].trim() : '', section });
+    blocks.push({
+      lang: info.toLowerCase(),
+      code: body.join('\n'),
+      line: i + 2,
+      before: k >= 0 ? lines[k].trim() : '',
+      section,
+    });
     i = j;
   }
   return blocks;
@@ -125,7 +131,9 @@ export function links(text: string): Link[] {
   for (const m of prose.matchAll(/!?\[(?:[^\]\\]|\\.)*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)) {
     found.push({ target: m[1], line: lineAt(m.index + m[0].lastIndexOf('(')) });
   }
-  for (const m of prose.matchAll(/^\s*\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+"[^"]*")?\s*$/gm)) found.push({ target: m[1], line: lineAt(m.index) });
-  for (const m of prose.matchAll(/<(?:a|img)\s[^>]*(?:href|src)="([^"]+)"/g)) found.push({ target: m[1], line: lineAt(m.index) });
+  for (const m of prose.matchAll(/^\s*\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+"[^"]*")?\s*$/gm))
+    found.push({ target: m[1], line: lineAt(m.index) });
+  for (const m of prose.matchAll(/<(?:a|img)\s[^>]*(?:href|src)="([^"]+)"/g))
+    found.push({ target: m[1], line: lineAt(m.index) });
   return found.sort((a, b) => a.line - b.line);
 }

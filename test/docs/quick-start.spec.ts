@@ -75,7 +75,9 @@ describe('README quick start, run as written', () => {
     const config = ts.parseJsonConfigFileContent(JSON.parse(q.tsconfig!.code), ts.sys, dir);
     const program = ts.createProgram(config.fileNames, config.options);
     const emitted = program.emit();
-    const problems = [...ts.getPreEmitDiagnostics(program), ...emitted.diagnostics].map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+    const problems = [...ts.getPreEmitDiagnostics(program), ...emitted.diagnostics].map((d) =>
+      ts.flattenDiagnosticMessageText(d.messageText, '\n'),
+    );
     expect(problems).toEqual([]);
 
     // A Redis of its own, and two instances of the app: `node dist/main.js` with PORT set.
@@ -91,7 +93,15 @@ describe('README quick start, run as written', () => {
       return child;
     });
     for (const port of ports) {
-      await until(() => fetch(`http://127.0.0.1:${port}/`).then(() => true, () => false), 30_000, `the app to listen on ${port}`);
+      await until(
+        () =>
+          fetch(`http://127.0.0.1:${port}/`).then(
+            () => true,
+            () => false,
+          ),
+        30_000,
+        `the app to listen on ${port}`,
+      );
     }
 
     // The documented curl, against the first instance: the documented answer, byte for byte.
@@ -103,7 +113,9 @@ describe('README quick start, run as written', () => {
 
     // "send requests to both at once: the count stays exact": 40 concurrent requests over the two instances.
     const answers = await Promise.all(
-      Array.from({ length: 40 }, (_, i) => fetch(at(ports[i % 2]), { method }).then((r) => r.json() as Promise<{ likes: number }>)),
+      Array.from({ length: 40 }, (_, i) =>
+        fetch(at(ports[i % 2]), { method }).then((r) => r.json() as Promise<{ likes: number }>),
+      ),
     );
     const counts = answers.map((a) => a.likes).sort((a, b) => a - b);
     expect(counts).toEqual(Array.from({ length: 40 }, (_, i) => i + 2)); // each request saw its own count

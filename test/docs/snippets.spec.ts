@@ -27,9 +27,13 @@ describe('documentation snippets', () => {
   it.each<[Shape, string]>([
     ['commonjs', 'a Nest 11-style CommonJS app (the starter’s tsconfig: module commonjs)'],
     ['esm', 'an ESM app (module nodenext, "type": "module", strict, isolatedModules)'],
-  ])('compile in %s: %s', (shape) => {
-    expect(compileSnippets(snippets, shape, join(work, shape))).toEqual([]);
-  }, 120_000);
+  ])(
+    'compile in %s: %s',
+    (shape) => {
+      expect(compileSnippets(snippets, shape, join(work, shape))).toEqual([]);
+    },
+    120_000,
+  );
 
   // The checker itself: a block that does not compile must fail the test, as a renamed option would.
   describe('catch broken snippets', () => {
@@ -37,7 +41,11 @@ describe('documentation snippets', () => {
     const ts = (code: string, before = '') => `# Guide\n\n${before}\n\`\`\`ts\n${code}\n\`\`\`\n`;
 
     it('a misspelt option fails in both shapes, naming the document and line', () => {
-      const broken = doc(ts(`import { RedisLockModule } from 'nest-redis-locks';\n\nexport const m = RedisLockModule.forRoot({ redis: 'redis://r', leaseMS: 5 });`));
+      const broken = doc(
+        ts(
+          `import { RedisLockModule } from 'nest-redis-locks';\n\nexport const m = RedisLockModule.forRoot({ redis: 'redis://r', leaseMS: 5 });`,
+        ),
+      );
       for (const shape of ['commonjs', 'esm'] as const) {
         const problems = compileSnippets(broken, shape, join(work, `broken-${shape}`));
         expect(problems).toHaveLength(1);
@@ -47,9 +55,13 @@ describe('documentation snippets', () => {
 
     it('top-level await fails as CommonJS unless the block says `// ESM only`', () => {
       const code = `import { LockEngine } from 'nest-redis-locks';\nconst engine = new LockEngine({ redis: 'redis://r' });\nawait engine.close();`;
-      expect(compileSnippets(doc(ts(code)), 'commonjs', join(work, 'tla-cjs')).join('\n')).toMatch(/^docs\/broken\.md:7 \(commonjs\): TS1378 /);
+      expect(compileSnippets(doc(ts(code)), 'commonjs', join(work, 'tla-cjs')).join('\n')).toMatch(
+        /^docs\/broken\.md:7 \(commonjs\): TS1378 /,
+      );
       expect(compileSnippets(doc(ts(code)), 'esm', join(work, 'tla-esm'))).toEqual([]);
-      expect(compileSnippets(doc(ts(`// ESM only: top-level await\n${code}`)), 'commonjs', join(work, 'tla-marked'))).toEqual([]);
+      expect(
+        compileSnippets(doc(ts(`// ESM only: top-level await\n${code}`)), 'commonjs', join(work, 'tla-marked')),
+      ).toEqual([]);
     });
 
     it('blocks naming a file form one project; a fragment marker leaves a block out', () => {
@@ -58,7 +70,9 @@ describe('documentation snippets', () => {
         ts(`// src/b.ts\nimport { a } from './a.js';\nexport const b: string = a;`) +
         ts(`this is not TypeScript`, FRAGMENT_MARKER);
       const problems = compileSnippets(doc(text), 'esm', join(work, 'project'));
-      expect(problems).toEqual([expect.stringMatching(/^docs\/broken\.md:14 \(esm\): TS2322 Type 'number' is not assignable to type 'string'/)]);
+      expect(problems).toEqual([
+        expect.stringMatching(/^docs\/broken\.md:14 \(esm\): TS2322 Type 'number' is not assignable to type 'string'/),
+      ]);
     });
   });
 });

@@ -58,7 +58,8 @@ export function compilerOptions(shape: Shape): ts.CompilerOptions {
     moduleDetection: ts.ModuleDetectionKind.Force, // every block is a module, even without import or export
   };
   if (shape === 'commonjs') {
-    // The Nest 11 starter's tsconfig.json (nest new), which resolves packages the node10 way (`types`, `typesVersions`).
+    // The Nest 11 starter's tsconfig.json (nest new), which resolves packages the node10 way (`types`,
+    // `typesVersions`).
     return {
       ...common,
       module: ts.ModuleKind.CommonJS,
@@ -92,7 +93,10 @@ export function compilerOptions(shape: Shape): ts.CompilerOptions {
  */
 export function consumerProject(dir: string, shape: Shape): void {
   mkdirSync(join(dir, 'node_modules'), { recursive: true });
-  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: `docs-${shape}`, private: true, type: shape === 'esm' ? 'module' : 'commonjs' }));
+  writeFileSync(
+    join(dir, 'package.json'),
+    JSON.stringify({ name: `docs-${shape}`, private: true, type: shape === 'esm' ? 'module' : 'commonjs' }),
+  );
   for (const entry of readdirSync(join(ROOT, 'node_modules'))) {
     if (entry.startsWith('.')) continue;
     symlinkSync(join(ROOT, 'node_modules', entry), join(dir, 'node_modules', entry), 'dir');
@@ -100,14 +104,18 @@ export function consumerProject(dir: string, shape: Shape): void {
   symlinkSync(ROOT, join(dir, 'node_modules', 'nest-redis-locks'), 'dir');
 }
 
-/** Throws unless dist/ holds a build at least as new as every source file of lib/ (the types the blocks compile against). */
+/**
+ * Throws unless dist/ holds a build at least as new as every source file of lib/ (the types the blocks compile
+ * against).
+ */
 export function assertBuilt(): void {
   const built = ['dist/esm/index.d.ts', 'dist/cjs/index.d.ts'].map((f) => join(ROOT, f));
   const missing = built.find((f) => !existsSync(f));
   if (missing) throw new Error(`${relative(ROOT, missing)} is missing: run \`npm run build\` first (npm test does)`);
   const builtAt = Math.min(...built.map((f) => statSync(f).mtimeMs));
   const newer = sources(join(ROOT, 'lib')).find((f) => statSync(f).mtimeMs > builtAt);
-  if (newer) throw new Error(`${relative(ROOT, newer)} is newer than dist/: run \`npm run build\` first (npm test does)`);
+  if (newer)
+    throw new Error(`${relative(ROOT, newer)} is newer than dist/: run \`npm run build\` first (npm test does)`);
 }
 
 function sources(dir: string): string[] {
@@ -129,8 +137,11 @@ export function writeSnippets(snippets: readonly Snippet[], shape: Shape, dir: s
   for (const [i, snippet] of snippets.entries()) {
     if (snippet.esmOnly && shape !== 'esm') continue;
     const docDir = snippet.doc.replace(/\.md$/, '').replace(/[^\w-]+/g, '_');
-    const path = snippet.file ? join(dir, docDir, 'project', snippet.file) : join(dir, docDir, `block-${i + 1}-line-${snippet.block.line}.ts`);
-    if (origins.has(path)) throw new Error(`${snippet.doc}:${snippet.block.line}: a second block names the file ${snippet.file}`);
+    const path = snippet.file
+      ? join(dir, docDir, 'project', snippet.file)
+      : join(dir, docDir, `block-${i + 1}-line-${snippet.block.line}.ts`);
+    if (origins.has(path))
+      throw new Error(`${snippet.doc}:${snippet.block.line}: a second block names the file ${snippet.file}`);
     mkdirSync(dirname(path), { recursive: true });
     writeFileSync(path, snippet.block.code);
     origins.set(path, snippet);
@@ -150,7 +161,11 @@ export function compileSnippets(snippets: readonly Snippet[], shape: Shape, dir:
   const problems = ts.getPreEmitDiagnostics(program).map((d) => {
     const message = ts.flattenDiagnosticMessageText(d.messageText, '\n');
     const origin = d.file ? origins.get(d.file.fileName) : undefined;
-    if (!d.file || !origin) return { at: [d.file ? relative(dir, d.file.fileName) : '', 0] as const, text: `(${shape}): TS${d.code} ${message}` };
+    if (!d.file || !origin)
+      return {
+        at: [d.file ? relative(dir, d.file.fileName) : '', 0] as const,
+        text: `(${shape}): TS${d.code} ${message}`,
+      };
     const line = origin.block.line + d.file.getLineAndCharacterOfPosition(d.start ?? 0).line;
     return { at: [origin.doc, line] as const, text: `${origin.doc}:${line} (${shape}): TS${d.code} ${message}` };
   });

@@ -30,6 +30,10 @@ const tsconfig = {
   include: ['**/*.ts'],
 };
 writeFileSync(join(dir, 'tsconfig.json'), `${JSON.stringify(tsconfig, null, 2)}\n`);
-const map = Object.fromEntries([...origins].map(([path, s]) => [relative(appDir, path).split('\\').join('/'), { doc: s.doc, line: s.block.line }]));
+const map = Object.fromEntries(
+  [...origins].map(([path, s]) => [relative(appDir, path).split('\\').join('/'), { doc: s.doc, line: s.block.line }]),
+);
 writeFileSync(join(dir, 'origins.json'), `${JSON.stringify(map, null, 2)}\n`);
-console.log(`${origins.size} blocks of ${new Set([...origins.values()].map((s) => s.doc)).size} documents written to ${relative(process.cwd(), dir) || '.'}`);
+console.log(
+  `${origins.size} blocks of ${new Set([...origins.values()].map((s) => s.doc)).size} documents written to ${relative(process.cwd(), dir) || '.'}`,
+);

@@ -13,7 +13,14 @@ import {
   UseInterceptors,
   UsePipes,
 } from '@nestjs/common';
-import type { ArgumentMetadata, CallHandler, CanActivate, ExecutionContext, NestInterceptor, PipeTransform } from '@nestjs/common';
+import type {
+  ArgumentMetadata,
+  CallHandler,
+  CanActivate,
+  ExecutionContext,
+  NestInterceptor,
+  PipeTransform,
+} from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { map } from 'rxjs';
 import request from 'supertest';
@@ -74,7 +81,12 @@ class LockAboveController {
   @UseGuards(RoleGuard)
   @SetMetadata(ROLE, 'editor')
   async update(@Param('id') id: string, @Body() body: { title?: string }) {
-    return { id, title: body.title, key: this.locks.current()?.key, held: (await this.locks.inspect(`item:${id}`))?.mode };
+    return {
+      id,
+      title: body.title,
+      key: this.locks.current()?.key,
+      held: (await this.locks.inspect(`item:${id}`))?.mode,
+    };
   }
 
   @ReadLocked('item:<id>')
@@ -105,7 +117,12 @@ class LockBelowController {
   @Put(':id')
   @WriteLocked('item:<id>')
   async update(@Param('id') id: string, @Body() body: { title?: string }) {
-    return { id, title: body.title, key: this.locks.current()?.key, held: (await this.locks.inspect(`item:${id}`))?.mode };
+    return {
+      id,
+      title: body.title,
+      key: this.locks.current()?.key,
+      held: (await this.locks.inspect(`item:${id}`))?.mode,
+    };
   }
 
   @UseGuards(DenyGuard)

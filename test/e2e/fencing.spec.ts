@@ -22,7 +22,11 @@ class ArticleWriter {
   constructor(task: ArticleWriterTask) {
     const env = { ...process.env };
     delete env.NODE_OPTIONS; // Jest's --experimental-vm-modules is not for the child
-    this.child = fork(WRITER, [JSON.stringify(task)], { execArgv: ['--import', REGISTER_TS], env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    this.child = fork(WRITER, [JSON.stringify(task)], {
+      execArgv: ['--import', REGISTER_TS],
+      env,
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
     this.child.on('message', (m) => this.inbox.push(m as ArticleWriterMessage));
   }
 
@@ -44,13 +48,17 @@ class ArticleWriter {
       () => {
         const failure = this.inbox.find((m) => m.type === 'error');
         if (failure) throw new Error(`article writer ${this.pid} failed: ${(failure as MessageOf<'error'>).message}`);
-        if (this.child.exitCode !== null || this.child.signalCode !== null) throw new Error(`article writer ${this.pid} exited`);
+        if (this.child.exitCode !== null || this.child.signalCode !== null)
+          throw new Error(`article writer ${this.pid} exited`);
         return this.inbox.some((m) => m.type === type);
       },
       timeoutMs,
       `"${type}" from article writer ${this.pid}`,
     );
-    return this.inbox.splice(this.inbox.findIndex((m) => m.type === type), 1)[0] as MessageOf<T>;
+    return this.inbox.splice(
+      this.inbox.findIndex((m) => m.type === type),
+      1,
+    )[0] as MessageOf<T>;
   }
 
   send(command: ArticleWriterCommand): void {
@@ -82,7 +90,10 @@ function put(writer: ArticleWriter, id: string, title: string): Promise<Response
   });
 }
 
-async function lockInfo(writer: ArticleWriter, key: string): Promise<{ held?: false; mode?: string; holders?: { pid: number; fencingToken: number }[] }> {
+async function lockInfo(
+  writer: ArticleWriter,
+  key: string,
+): Promise<{ held?: false; mode?: string; holders?: { pid: number; fencingToken: number }[] }> {
   return (await (await fetch(`${writer.url}/locks/${key}`)).json()) as never;
 }
 
@@ -98,7 +109,10 @@ describe('sample app: fencing tokens refuse a late write from a holder whose lea
     cleanups.push(() => redis.quit());
     const task: ArticleWriterTask = { url: server.url, leaseMs: LEASE_MS, holdAfterWrite: false };
     const [old, newer] = [new ArticleWriter(task), new ArticleWriter({ ...task, holdAfterWrite: true })];
-    cleanups.push(() => old.stop(), () => newer.stop());
+    cleanups.push(
+      () => old.stop(),
+      () => newer.stop(),
+    );
     await Promise.all([old.listening(), newer.listening()]);
 
     // The old holder takes the article's lock, then its process is frozen (a GC pause, a stopped VM) before it writes.
@@ -107,7 +121,11 @@ describe('sample app: fencing tokens refuse a late write from a holder whose lea
     old.signal('SIGSTOP');
 
     // Its watchdog cannot renew: the lease runs out in Redis and the lock is free again.
-    await until(async () => (await lockInfo(newer, 'article:1')).held === false, 5 * LEASE_MS, 'the frozen holder’s lease to run out');
+    await until(
+      async () => (await lockInfo(newer, 'article:1')).held === false,
+      5 * LEASE_MS,
+      'the frozen holder’s lease to run out',
+    );
 
     // A newer holder takes the lock, writes, and keeps holding.
     const newerPut = put(newer, '1', 'newer holder');
@@ -121,7 +139,11 @@ describe('sample app: fencing tokens refuse a late write from a holder whose lea
     old.send({ type: 'write' });
     const refused = await oldPut;
     const body = (await refused.json()) as { message: string; fencingToken: number; lastFencingToken: number };
-    expect({ status: refused.status, fencingToken: body.fencingToken, lastFencingToken: body.lastFencingToken }).toEqual({
+    expect({
+      status: refused.status,
+      fencingToken: body.fencingToken,
+      lastFencingToken: body.lastFencingToken,
+    }).toEqual({
       status: 409,
       fencingToken: oldToken,
       lastFencingToken: newerToken,
@@ -134,7 +156,10 @@ describe('sample app: fencing tokens refuse a late write from a holder whose lea
     expect((await old.next('released')).released).toBe(false);
     await old.stop('SIGTERM');
     const info = await lockInfo(newer, 'article:1');
-    expect({ mode: info.mode, holders: info.holders?.map((h) => [h.pid, h.fencingToken]) }).toEqual({ mode: 'write', holders: [[newer.pid, newerToken]] });
+    expect({ mode: info.mode, holders: info.holders?.map((h) => [h.pid, h.fencingToken]) }).toEqual({
+      mode: 'write',
+      holders: [[newer.pid, newerToken]],
+    });
     expect(await redis.hget('articles:1', 'title')).toBe('newer holder');
 
     // The newer holder finishes normally; its write is what the article shows.
@@ -152,7 +177,10 @@ describe('sample app: fencing tokens refuse a late write from a holder whose lea
     cleanups.push(() => redis.quit());
     const task: ArticleWriterTask = { url: server.url, leaseMs: LEASE_MS, holdAfterWrite: false, gate: 'read' };
     const [old, newer] = [new ArticleWriter(task), new ArticleWriter(task)];
-    cleanups.push(() => old.stop(), () => newer.stop());
+    cleanups.push(
+      () => old.stop(),
+      () => newer.stop(),
+    );
     await Promise.all([old.listening(), newer.listening()]);
     const like = (writer: ArticleWriter) => fetch(`${writer.url}/articles/1/likes`, { method: 'POST' });
 
@@ -160,7 +188,11 @@ describe('sample app: fencing tokens refuse a late write from a holder whose lea
     const oldLike = like(old);
     const oldRead = await old.next('read');
     old.signal('SIGSTOP');
-    await until(async () => (await lockInfo(newer, 'article:1')).held === false, 5 * LEASE_MS, 'the frozen holder’s lease to run out');
+    await until(
+      async () => (await lockInfo(newer, 'article:1')).held === false,
+      5 * LEASE_MS,
+      'the frozen holder’s lease to run out',
+    );
 
     // A newer holder takes the lock and reads the same value.
     const newerLike = like(newer);
@@ -179,6 +211,8 @@ describe('sample app: fencing tokens refuse a late write from a holder whose lea
     const accepted = [oldAnswer, newerAnswer].filter((r) => r.status === 200).length;
     expect({ old: oldAnswer.status, newer: newerAnswer.status }).toEqual({ old: 409, newer: 200 });
     expect(Number(await redis.get('articles:1:likes'))).toBe(accepted);
-    expect(((await oldAnswer.json()) as { message: string }).message).toContain('a newer lock holder has read or written');
+    expect(((await oldAnswer.json()) as { message: string }).message).toContain(
+      'a newer lock holder has read or written',
+    );
   }, 30_000);
 });

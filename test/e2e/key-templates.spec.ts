@@ -162,7 +162,9 @@ describe('key templates: resolved at call time', () => {
   });
 
   it('resolves a property path <dto.meta.account.id>, and answers 400 when a step is missing', async () => {
-    const r = await request(t.http).post('/keys/by-path').send({ amount: 5, meta: { account: { id: 'acc-9' } } });
+    const r = await request(t.http)
+      .post('/keys/by-path')
+      .send({ amount: 5, meta: { account: { id: 'acc-9' } } });
     expect(r.status).toBe(201);
     expect(r.body).toEqual({ keys: ['account:acc-9'], modes: ['write'] });
 

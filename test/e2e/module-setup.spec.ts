@@ -8,7 +8,10 @@ import { WriteLocked } from '../../lib/decorators/write-locked.decorator.js';
 import { LockRegistry } from '../../lib/nest/lock-registry.js';
 import { LockService } from '../../lib/nest/lock.service.js';
 import { RedisLockModule } from '../../lib/nest/redis-lock.module.js';
-import type { RedisLockModuleOptions, RedisLockOptionsFactory } from '../../lib/nest/redis-lock-module-options.interface.js';
+import type {
+  RedisLockModuleOptions,
+  RedisLockOptionsFactory,
+} from '../../lib/nest/redis-lock-module-options.interface.js';
 import { Timeline, compileOrCleanUp, waitUntilFree } from '../support/nest-app.js';
 import { LockTestKit, keysUnder, redisUrl, uniquePrefix, until } from '../support/lock-test-kit.js';
 
@@ -136,7 +139,11 @@ describe('RedisLockModule set-up', () => {
     ['forRoot', () => RedisLockModule.forRoot({ redis: settings.url, keyPrefix: settings.prefix, isGlobal: true })],
     [
       'forRootAsync',
-      () => RedisLockModule.forRootAsync({ isGlobal: true, useFactory: () => ({ redis: settings.url, keyPrefix: settings.prefix }) }),
+      () =>
+        RedisLockModule.forRootAsync({
+          isGlobal: true,
+          useFactory: () => ({ redis: settings.url, keyPrefix: settings.prefix }),
+        }),
     ],
   ])('%s with isGlobal: a module that does not import it still gets LockService', async (_name, lockModule) => {
     const app = await kit.startApp({ imports: [lockModule(), PublishingModule] });
@@ -146,7 +153,9 @@ describe('RedisLockModule set-up', () => {
   it('without isGlobal, a module that does not import it cannot inject LockService', async () => {
     expect(LockRegistry.find() === undefined).toBe(true);
     await expect(
-      compileOrCleanUp({ imports: [RedisLockModule.forRoot({ redis: settings.url, keyPrefix: settings.prefix }), PublishingModule] }),
+      compileOrCleanUp({
+        imports: [RedisLockModule.forRoot({ redis: settings.url, keyPrefix: settings.prefix }), PublishingModule],
+      }),
     ).rejects.toThrow(/LockService/);
     expect(LockRegistry.find() === undefined).toBe(true);
   });
@@ -181,7 +190,11 @@ describe('decorated service methods called outside HTTP', () => {
 
   it('serialises concurrent writers and lets readers share', async () => {
     const publisher = app.get(Publisher);
-    await Promise.all([publisher.publish('2', SLOW_MS), publisher.publish('2', SLOW_MS), publisher.publish('2', SLOW_MS)]);
+    await Promise.all([
+      publisher.publish('2', SLOW_MS),
+      publisher.publish('2', SLOW_MS),
+      publisher.publish('2', SLOW_MS),
+    ]);
     expect(timeline.spans).toHaveLength(3);
     expect(timeline.overlaps()).toBe(false);
 

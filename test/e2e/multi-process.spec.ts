@@ -4,14 +4,23 @@ import { Redis } from 'ioredis';
 import { freePort, startRedisServer } from '../../tools/redis-server.mjs';
 import type { RedisServerProcess } from '../../tools/redis-server.mjs';
 import { until } from '../support/async.js';
-import { buildSampleApp, startSampleInstance as startInstance, stopSampleInstance as stopInstance, waitUntilAnswering } from '../support/sample-app.js';
+import {
+  buildSampleApp,
+  startSampleInstance as startInstance,
+  stopSampleInstance as stopInstance,
+  waitUntilAnswering,
+} from '../support/sample-app.js';
 import type { SampleInstance as Instance } from '../support/sample-app.js';
 
 const INSTANCES = 3;
 const REQUESTS = 300;
 
 /** Sends `count` POSTs to `path` at once, spread round-robin over the instances; returns the answers. */
-async function hammer(instances: readonly Instance[], path: string, count: number): Promise<{ status: number; likes: number }[]> {
+async function hammer(
+  instances: readonly Instance[],
+  path: string,
+  count: number,
+): Promise<{ status: number; likes: number }[]> {
   return Promise.all(
     Array.from({ length: count }, async (_, i) => {
       const res = await fetch(`${instances[i % instances.length].url}${path}`, { method: 'POST' });
@@ -85,7 +94,10 @@ describe(`sample app: ${INSTANCES} processes, one Redis`, () => {
     );
     const elapsed = performance.now() - started;
     expect(answers.filter((a) => a.status !== 200)).toEqual([]);
-    const stats = (await (await fetch(`${instances[0].url}/articles/exports/stats`)).json()) as { maxRunning: number; done: number };
+    const stats = (await (await fetch(`${instances[0].url}/articles/exports/stats`)).json()) as {
+      maxRunning: number;
+      done: number;
+    };
     // Two at once, never three; all twelve ran; so at least six rounds of ~200 ms.
     expect(stats).toEqual({ maxRunning: 2, done: count });
     expect(Math.max(...answers.map((a) => a.body.running))).toBe(2);

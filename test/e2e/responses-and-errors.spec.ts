@@ -62,7 +62,11 @@ class DocsController {
   @Get(':id/nested')
   @WriteLocked('doc:<id>', { waitTimeoutMs: 300 })
   nested(@Param('id') id: string) {
-    return timer(20).pipe(mergeMap(() => from(this.locks.withLock(`doc:${id}`, (lock) => ({ id, reentrant: lock.reentrant }), { waitTimeoutMs: 300 }))));
+    return timer(20).pipe(
+      mergeMap(() =>
+        from(this.locks.withLock(`doc:${id}`, (lock) => ({ id, reentrant: lock.reentrant }), { waitTimeoutMs: 300 })),
+      ),
+    );
   }
 
   /** An endless server-sent event stream: the lock lasts until the client goes away. */
@@ -141,7 +145,9 @@ describe('decorated handlers: bad keys, handler errors, Observable responses', (
 
   it('holds the lock while an Observable response is pending and releases it when it completes', async () => {
     const started = performance.now();
-    const pending = request(t.http).get('/docs/9/later').then((r) => r);
+    const pending = request(t.http)
+      .get('/docs/9/later')
+      .then((r) => r);
     await until(async () => (await t.locks.inspect('doc:9')) !== null, 250, 'the lock of the pending response');
     const during = await t.locks.inspect('doc:9');
     expect(during?.mode).toBe('write');
@@ -156,8 +162,14 @@ describe('decorated handlers: bad keys, handler errors, Observable responses', (
   });
 
   it('holds the lock while an Observable response is pending and releases it when it errors', async () => {
-    const pending = request(t.http).get('/docs/10/later-fails').then((r) => r);
-    await until(async () => (await t.locks.inspect('doc:10'))?.mode === 'write', 250, 'the lock of the pending response');
+    const pending = request(t.http)
+      .get('/docs/10/later-fails')
+      .then((r) => r);
+    await until(
+      async () => (await t.locks.inspect('doc:10'))?.mode === 'write',
+      250,
+      'the lock of the pending response',
+    );
 
     const r = await pending;
     expect(r.status).toBe(410);

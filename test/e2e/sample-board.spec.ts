@@ -28,7 +28,8 @@ describe('sample app: the lock board over 3 processes, and the CLI on the same R
     buildSampleApp();
     cli = installPackedCli();
     server = await startRedisServer();
-    for (let i = 0; i < 3; i++) instances.push(startSampleInstance(await freePort(), server.url, { BOARD_TOKEN: TOKEN }));
+    for (let i = 0; i < 3; i++)
+      instances.push(startSampleInstance(await freePort(), server.url, { BOARD_TOKEN: TOKEN }));
     withoutBoard = startSampleInstance(await freePort(), server.url);
     await Promise.all([...instances, withoutBoard].map((instance) => waitUntilAnswering(instance)));
     browser = await launchChromium();
@@ -43,8 +44,17 @@ describe('sample app: the lock board over 3 processes, and the CLI on the same R
 
   it('answers 401 with a Basic challenge to a request without the token, on the page and the JSON', async () => {
     const [one] = instances;
-    for (const path of ['/locks-board', '/locks-board/index.html', '/locks-board/api/view', '/locks-board/api/snapshot']) {
-      for (const headers of [{} as Record<string, string>, { authorization: 'Bearer wrong' }, { authorization: `Basic ${Buffer.from('oncall:wrong').toString('base64')}` }]) {
+    for (const path of [
+      '/locks-board',
+      '/locks-board/index.html',
+      '/locks-board/api/view',
+      '/locks-board/api/snapshot',
+    ]) {
+      for (const headers of [
+        {} as Record<string, string>,
+        { authorization: 'Bearer wrong' },
+        { authorization: `Basic ${Buffer.from('oncall:wrong').toString('base64')}` },
+      ]) {
         const res = await fetch(`${one.url}${path}`, { headers, redirect: 'manual' });
         expect([path, headers, res.status]).toEqual([path, headers, 401]);
         expect(res.headers.get('www-authenticate')).toBe('Basic realm="lock board", charset="UTF-8"');
@@ -53,12 +63,19 @@ describe('sample app: the lock board over 3 processes, and the CLI on the same R
     }
     // The token as Bearer, or as the password of HTTP Basic (what a browser sends once asked).
     expect((await fetch(`${one.url}/locks-board/api/snapshot`, { headers: BEARER })).status).toBe(200);
-    const basic = await fetch(`${one.url}/locks-board/index.html`, { headers: { authorization: `Basic ${Buffer.from(`oncall:${TOKEN}`).toString('base64')}` } });
+    const basic = await fetch(`${one.url}/locks-board/index.html`, {
+      headers: { authorization: `Basic ${Buffer.from(`oncall:${TOKEN}`).toString('base64')}` },
+    });
     expect(basic.status).toBe(200);
   }, 30_000);
 
   it('is not mounted at all without BOARD_TOKEN: 404', async () => {
-    for (const path of ['/locks-board', '/locks-board/index.html', '/locks-board/api/view', '/locks-board/api/snapshot']) {
+    for (const path of [
+      '/locks-board',
+      '/locks-board/index.html',
+      '/locks-board/api/view',
+      '/locks-board/api/snapshot',
+    ]) {
       const res = await fetch(`${withoutBoard!.url}${path}`, { headers: BEARER, redirect: 'manual' });
       expect([path, res.status]).toEqual([path, 404]);
     }
@@ -71,13 +88,18 @@ describe('sample app: the lock board over 3 processes, and the CLI on the same R
     const pidOne = one.child.pid!;
     // 60 exports of ~200 ms on instance 1, 2 at a time: its requests hold the semaphore for about 6 s.
     const exports = Promise.all(
-      Array.from({ length: 60 }, async (_, i) => (await fetch(`${one.url}/articles/${i}/export`, { method: 'POST' })).status),
+      Array.from(
+        { length: 60 },
+        async (_, i) => (await fetch(`${one.url}/articles/${i}/export`, { method: 'POST' })).status,
+      ),
     );
     try {
       let seen: BoardEntry | undefined;
       await until(
         async () => {
-          const snapshot = (await (await fetch(`${three.url}/locks-board/api/snapshot`, { headers: BEARER })).json()) as BoardSnapshot;
+          const snapshot = (await (
+            await fetch(`${three.url}/locks-board/api/snapshot`, { headers: BEARER })
+          ).json()) as BoardSnapshot;
           seen = snapshot.entries.find((e) => e.key === EXPORTS);
           return seen !== undefined && seen.holders.length > 0;
         },
@@ -85,7 +107,8 @@ describe('sample app: the lock board over 3 processes, and the CLI on the same R
         "the semaphore on instance 3's board",
       );
       expect(seen!.kind).toBe('semaphore');
-      for (const holder of seen!.holders) expect({ host: holder.host, pid: holder.pid }).toEqual({ host: hostname(), pid: pidOne });
+      for (const holder of seen!.holders)
+        expect({ host: holder.host, pid: holder.pid }).toEqual({ host: hostname(), pid: pidOne });
 
       const env = { REDIS_URL: server!.url };
       const page = (async () => {
@@ -112,7 +135,11 @@ describe('sample app: the lock board over 3 processes, and the CLI on the same R
           if ((entry?.holders.length ?? 0) > 0 || attempt === 5) return result;
         }
       };
-      const [list, inspect, row] = await Promise.all([held(['list', '--json']), held(['inspect', EXPORTS, '--json']), page]);
+      const [list, inspect, row] = await Promise.all([
+        held(['list', '--json']),
+        held(['inspect', EXPORTS, '--json']),
+        page,
+      ]);
       expect([list.code, list.stderr]).toEqual([0, '']);
       const listed = (JSON.parse(list.stdout) as BoardSnapshot).entries.find((e) => e.key === EXPORTS);
       expect(listed?.kind).toBe('semaphore');
@@ -127,8 +154,12 @@ describe('sample app: the lock board over 3 processes, and the CLI on the same R
       expect((await exports).filter((s) => s !== 200)).toEqual([]);
     }
     // Once the exports are done, the semaphore is gone from both (the digest job's fire key may come and go).
-    const after = (await (await fetch(`${three.url}/locks-board/api/snapshot?filter=article`, { headers: BEARER })).json()) as BoardSnapshot;
-    const cliAfter = JSON.parse((await cli!.run(['list', 'article', '--json'], { REDIS_URL: server!.url })).stdout) as BoardSnapshot;
+    const after = (await (
+      await fetch(`${three.url}/locks-board/api/snapshot?filter=article`, { headers: BEARER })
+    ).json()) as BoardSnapshot;
+    const cliAfter = JSON.parse(
+      (await cli!.run(['list', 'article', '--json'], { REDIS_URL: server!.url })).stdout,
+    ) as BoardSnapshot;
     expect([after.entries.map((e) => e.key), cliAfter.entries.map((e) => e.key)]).toEqual([[], []]);
   }, 90_000);
 });

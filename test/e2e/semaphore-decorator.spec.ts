@@ -62,7 +62,9 @@ describe('@Semaphore', () => {
 
   it('lets `limit` requests in at once; one more waits up to waitTimeoutMs and is answered 409, naming the key', async () => {
     const t = await kit.app({ controllers: [ExportsController], providers: [Reports] });
-    const first = [request(t.http).post('/exports/acme'), request(t.http).post('/exports/acme')].map((r) => r.then((res) => res));
+    const first = [request(t.http).post('/exports/acme'), request(t.http).post('/exports/acme')].map((r) =>
+      r.then((res) => res),
+    );
     await sleep(200);
     const third = await request(t.http).post('/exports/acme');
     expect(third.status).toBe(409);
@@ -78,7 +80,9 @@ describe('@Semaphore', () => {
   it('on a service method, bounds concurrent calls across two app instances sharing Redis', async () => {
     const a = await kit.app({ controllers: [ExportsController], providers: [Reports] });
     const b = await kit.app({ controllers: [ExportsController], providers: [Reports] }, { keyPrefix: a.prefix });
-    const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => request((i % 2 ? a : b).http).post('/exports/acme/report')));
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => request((i % 2 ? a : b).http).post('/exports/acme/report')),
+    );
     expect(answers.map((r) => r.status)).toEqual(Array(8).fill(201));
     expect(of('report:acme')).toEqual({ running: 0, max: 2, runs: 8 });
   });
@@ -86,7 +90,10 @@ describe('@Semaphore', () => {
   it('answers 503 when Redis does not answer (paused), without running the handler', async () => {
     const server = await RedisProcess.start();
     servers.push(server);
-    const t = await kit.app({ controllers: [ExportsController], providers: [Reports] }, { redis: server.url, commandTimeoutMs: 300 });
+    const t = await kit.app(
+      { controllers: [ExportsController], providers: [Reports] },
+      { redis: server.url, commandTimeoutMs: 300 },
+    );
     server.pause();
     try {
       const r = await request(t.http).post('/exports/acme');
@@ -98,15 +105,17 @@ describe('@Semaphore', () => {
   });
 
   it('refuses a bad limit or several keys at start-up, naming the method and the option', () => {
-    const define = (limit: unknown, key: string | string[] = 'k:<id>') => () => {
-      class Bad {
-        @Semaphore(key, { limit } as { limit: number })
-        run(id: string) {
-          return id;
+    const define =
+      (limit: unknown, key: string | string[] = 'k:<id>') =>
+      () => {
+        class Bad {
+          @Semaphore(key, { limit } as { limit: number })
+          run(id: string) {
+            return id;
+          }
         }
-      }
-      return Bad;
-    };
+        return Bad;
+      };
     for (const limit of [0, 1.5, -1, '2', undefined, 100_001]) {
       expect(define(limit)).toThrow(LockConfigError);
       expect(define(limit)).toThrow(/Bad\.run: invalid limit/);

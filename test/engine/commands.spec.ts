@@ -31,7 +31,8 @@ async function allCommandCalls(redis: Redis): Promise<Calls> {
   return withoutHarness(await commandStats(redis));
 }
 
-const roundTrips = (calls: Calls) => Object.fromEntries(Object.entries(calls).filter(([name]) => ROUND_TRIPS.has(name)));
+const roundTrips = (calls: Calls) =>
+  Object.fromEntries(Object.entries(calls).filter(([name]) => ROUND_TRIPS.has(name)));
 const total = (calls: Calls) => Object.values(calls).reduce((a, b) => a + b, 0);
 function minus(a: Calls, b: Calls): Calls {
   const out: Calls = {};
@@ -168,9 +169,15 @@ describe('Redis commands per operation (private redis-server)', () => {
       const contended = await run(holdMs, true);
       const cost = minus(roundTrips(contended), roundTrips(alone));
       costs.push(cost);
-      report[`hold ${holdMs} ms`] = { waiterRoundTrips: cost, holderAlone: roundTrips(alone), allCommandsIncludingLua: minus(contended, alone) };
+      report[`hold ${holdMs} ms`] = {
+        waiterRoundTrips: cost,
+        holderAlone: roundTrips(alone),
+        allCommandsIncludingLua: minus(contended, alone),
+      };
     }
-    console.log(`commands of one contended acquisition:\n${JSON.stringify(report, null, 2)}\nwaiters' heartbeats: ${beats.join(', ')}`);
+    console.log(
+      `commands of one contended acquisition:\n${JSON.stringify(report, null, 2)}\nwaiters' heartbeats: ${beats.join(', ')}`,
+    );
 
     // Besides the heartbeats (one call per process every 150 ms while it waits), the cost does not grow with the
     // wait: no polling.
@@ -239,7 +246,9 @@ describe('Redis commands per operation (private redis-server)', () => {
     expect(total(left) - 1).toBeLessThanOrEqual(7);
     expect(joined.zrangebyscore ?? 0).toBe(0);
     expect(left.zrangebyscore ?? 0).toBe(0);
-    expect((await engine.inspect('k'))?.holders.map((h) => h.fencingToken).sort()).toEqual([first.fencingToken, second.fencingToken].sort());
+    expect((await engine.inspect('k'))?.holders.map((h) => h.fencingToken).sort()).toEqual(
+      [first.fencingToken, second.fencingToken].sort(),
+    );
     expect(third.fencingToken).toBeGreaterThan(second.fencingToken);
     await first.release();
     await second.release();
@@ -248,7 +257,9 @@ describe('Redis commands per operation (private redis-server)', () => {
 
   it('the watchdog renews many holds in one round trip per tick', async () => {
     const engine = kit.engine({ redis: url });
-    const holds = await Promise.all(Array.from({ length: 50 }, (_, i) => engine.acquire(`h${i}`, { leaseMs: 600, autoExtend: true })));
+    const holds = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => engine.acquire(`h${i}`, { leaseMs: 600, autoExtend: true })),
+    );
     await resetStats();
     await sleep(1_200); // 6 renewal periods of leaseMs/3
     const calls = roundTrips(await commandCalls(admin));
@@ -270,7 +281,9 @@ describe('Redis commands per operation (private redis-server)', () => {
     // Writers: 5 engines, each with its own subscriber connection listening on the lock's channel.
     let holder = await holderEngine.acquire('w', { leaseMs: 10_000 });
     const got: LockHandle[] = [];
-    const writers = engines.map((e) => e.acquire('w', { leaseMs: 10_000, waitTimeoutMs: 10_000 }).then((h) => got.push(h)));
+    const writers = engines.map((e) =>
+      e.acquire('w', { leaseMs: 10_000, waitTimeoutMs: 10_000 }).then((h) => got.push(h)),
+    );
     await until(async () => (await holderEngine.inspect('w'))?.waitingWriters === 5, 2_000, '5 writers to queue');
     await quietThenReset();
     await holder.release();
@@ -290,7 +303,9 @@ describe('Redis commands per operation (private redis-server)', () => {
 
     // Readers: 10 waiting readers over 5 engines, one message lets all of them in.
     holder = await holderEngine.acquire('r', { leaseMs: 10_000 });
-    const readers = Array.from({ length: 10 }, (_, i) => engines[i % 5].acquire('r', { mode: 'read', leaseMs: 10_000, waitTimeoutMs: 10_000 }));
+    const readers = Array.from({ length: 10 }, (_, i) =>
+      engines[i % 5].acquire('r', { mode: 'read', leaseMs: 10_000, waitTimeoutMs: 10_000 }),
+    );
     await until(async () => (await holderEngine.inspect('r'))?.waitingReaders === 10, 2_000, '10 readers to queue');
     await quietThenReset();
     await holder.release();

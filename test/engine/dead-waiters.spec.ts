@@ -39,8 +39,22 @@ const kit = new LockTestKit();
 afterEach(() => kit.closeAll());
 
 /** A worker process waiting for `key`, once its waiter is registered. */
-async function registeredWaiter(world: World, prefix: string, key: string, mode: LockMode, fair: boolean): Promise<WorkerProcess> {
-  const worker = WorkerProcess.start(kit, { kind: 'wait', redis: world.workerRedis, prefix, key, mode, fair, waitTimeoutMs: 60_000 });
+async function registeredWaiter(
+  world: World,
+  prefix: string,
+  key: string,
+  mode: LockMode,
+  fair: boolean,
+): Promise<WorkerProcess> {
+  const worker = WorkerProcess.start(kit, {
+    kind: 'wait',
+    redis: world.workerRedis,
+    prefix,
+    key,
+    mode,
+    fair,
+    waitTimeoutMs: 60_000,
+  });
   await worker.next('waiting', 15_000);
   return worker;
 }
@@ -112,55 +126,63 @@ function liveness(world: () => World, trials: number): void {
     expect(waited.filter((ms) => ms >= CHAIN_HANDOVER_MS)).toEqual([]);
   }, 60_000);
 
-  it.each([false, true])('a waiter killed while it is being woken (fair: %s) does not hold up the next', async (fair) => {
-    const w = world();
-    const prefix = uniquePrefix('dead-waiter');
-    const a = w.engine(prefix);
-    const b = w.engine(prefix);
-    const held = await a.acquire('x');
-    const waiter = await registeredWaiter(w, prefix, 'x', 'write', fair);
-    const bWaits = await waitingIn(b, 'x', 'write', fair);
-    // The wake-up goes out to the first waiter as it dies: stopped first, so that it cannot take the lock before
-    // (a waiter that got the lock and died is a dead holder, whose lease keeps the lock).
-    process.kill(waiter.pid, 'SIGSTOP');
-    const releasedAt = performance.now();
-    await held.release();
-    await waiter.kill('SIGKILL');
-    const lock = await bWaits.promise;
-    expect((bWaits.at as number) - releasedAt).toBeLessThan(HANDOVER_MS);
-    await lock.release();
-    await nothingLeft(w, prefix);
-  }, 30_000);
+  it.each([false, true])(
+    'a waiter killed while it is being woken (fair: %s) does not hold up the next',
+    async (fair) => {
+      const w = world();
+      const prefix = uniquePrefix('dead-waiter');
+      const a = w.engine(prefix);
+      const b = w.engine(prefix);
+      const held = await a.acquire('x');
+      const waiter = await registeredWaiter(w, prefix, 'x', 'write', fair);
+      const bWaits = await waitingIn(b, 'x', 'write', fair);
+      // The wake-up goes out to the first waiter as it dies: stopped first, so that it cannot take the lock before
+      // (a waiter that got the lock and died is a dead holder, whose lease keeps the lock).
+      process.kill(waiter.pid, 'SIGSTOP');
+      const releasedAt = performance.now();
+      await held.release();
+      await waiter.kill('SIGKILL');
+      const lock = await bWaits.promise;
+      expect((bWaits.at as number) - releasedAt).toBeLessThan(HANDOVER_MS);
+      await lock.release();
+      await nothingLeft(w, prefix);
+    },
+    30_000,
+  );
 
-  it.each([false, true])('a frozen waiter that resumes finds its turn gone, waits again and gets the lock after (fair: %s)', async (fair) => {
-    const w = world();
-    const prefix = uniquePrefix('dead-waiter');
-    const a = w.engine(prefix);
-    const b = w.engine(prefix);
-    const held = await a.acquire('x');
-    const waiter = await registeredWaiter(w, prefix, 'x', 'write', fair);
-    process.kill(waiter.pid, 'SIGSTOP');
-    const bWaits = await waitingIn(b, 'x', 'write', fair);
-    await sleep(300);
-    const releasedAt = performance.now();
-    await held.release();
-    const lock: LockHandle = await bWaits.promise;
-    expect((bWaits.at as number) - releasedAt).toBeLessThan(HANDOVER_MS);
-    // The frozen waiter resumes while B holds the lock: it must not get it too.
-    process.kill(waiter.pid, 'SIGCONT');
-    await sleep(700);
-    const info = await b.inspect('x');
-    expect(info?.holders).toHaveLength(1);
-    expect(info?.holders[0].pid).toBe(process.pid);
-    await lock.release();
-    // Then it gets the lock in turn (it waits again; it does not time out or fail).
-    const got = await waiter.next('held', 5_000);
-    expect(got.fencingToken).toBeGreaterThan(lock.fencingToken);
-    waiter.send({ type: 'release' });
-    await waiter.next('released', 5_000);
-    await waiter.exited;
-    await nothingLeft(w, prefix);
-  }, 30_000);
+  it.each([false, true])(
+    'a frozen waiter that resumes finds its turn gone, waits again and gets the lock after (fair: %s)',
+    async (fair) => {
+      const w = world();
+      const prefix = uniquePrefix('dead-waiter');
+      const a = w.engine(prefix);
+      const b = w.engine(prefix);
+      const held = await a.acquire('x');
+      const waiter = await registeredWaiter(w, prefix, 'x', 'write', fair);
+      process.kill(waiter.pid, 'SIGSTOP');
+      const bWaits = await waitingIn(b, 'x', 'write', fair);
+      await sleep(300);
+      const releasedAt = performance.now();
+      await held.release();
+      const lock: LockHandle = await bWaits.promise;
+      expect((bWaits.at as number) - releasedAt).toBeLessThan(HANDOVER_MS);
+      // The frozen waiter resumes while B holds the lock: it must not get it too.
+      process.kill(waiter.pid, 'SIGCONT');
+      await sleep(700);
+      const info = await b.inspect('x');
+      expect(info?.holders).toHaveLength(1);
+      expect(info?.holders[0].pid).toBe(process.pid);
+      await lock.release();
+      // Then it gets the lock in turn (it waits again; it does not time out or fail).
+      const got = await waiter.next('held', 5_000);
+      expect(got.fencingToken).toBeGreaterThan(lock.fencingToken);
+      waiter.send({ type: 'release' });
+      await waiter.next('released', 5_000);
+      await waiter.exited;
+      await nothingLeft(w, prefix);
+    },
+    30_000,
+  );
 }
 
 describe('dead and frozen waiters, standalone Redis', () => {

@@ -2,7 +2,15 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { LockEngine } from '../../lib/locking/lock-engine.js';
 import type { LockHandle } from '../../lib/types/lock.types.js';
-import { LockTestKit, commandStats, keysUnder, scriptCalls, sleep, uniquePrefix, until } from '../support/lock-test-kit.js';
+import {
+  LockTestKit,
+  commandStats,
+  keysUnder,
+  scriptCalls,
+  sleep,
+  uniquePrefix,
+  until,
+} from '../support/lock-test-kit.js';
 
 /** Waits until `inspect(key)` reports `n` waiters. */
 function waitForWaiters(engine: LockEngine, key: string, n: number): Promise<void> {
@@ -94,7 +102,12 @@ describe('fair locks', () => {
     const holder = await engine.acquire('d', { fair: true });
     // A waiter in another "process": its connection is cut while it is queued, so it never withdraws.
     const doomedClient = new Redis(process.env.REDIS_URL!);
-    const doomed = new LockEngine({ redis: doomedClient, keyPrefix: prefix, leaseMs: 400, logger: { warn: () => undefined, error: () => undefined } });
+    const doomed = new LockEngine({
+      redis: doomedClient,
+      keyPrefix: prefix,
+      leaseMs: 400,
+      logger: { warn: () => undefined, error: () => undefined },
+    });
     const doomedWait = doomed.acquire('d', { fair: true, waitTimeoutMs: 10_000 }).catch(() => 'gone');
     await waitForWaiters(engine, 'd', 1);
     doomedClient.disconnect();

@@ -94,7 +94,12 @@ describe('inspect', () => {
     expect(info?.waiting).toBe(0);
     const byOwner = new Map(info!.holders.map((h) => [h.owner, h]));
     expect([...byOwner.keys()].sort()).toEqual([owners[0], owners[1]].sort());
-    expect(byOwner.get(owners[0])).toMatchObject({ mode: 'read', holdCount: 1, pid: process.pid, fencingToken: r1.fencingToken });
+    expect(byOwner.get(owners[0])).toMatchObject({
+      mode: 'read',
+      holdCount: 1,
+      pid: process.pid,
+      fencingToken: r1.fencingToken,
+    });
     expect(byOwner.get(owners[1])).toMatchObject({ mode: 'read', holdCount: 2, pid: process.pid });
     expect(byOwner.get(owners[0])!.remainingLeaseMs).toBeLessThanOrEqual(3_000);
     expect(byOwner.get(owners[1])!.remainingLeaseMs).toBeGreaterThan(3_000);

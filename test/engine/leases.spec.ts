@@ -3,7 +3,17 @@ import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import { LockLostError } from '../../lib/errors/lock-lost.error.js';
 import { LockNotHeldError } from '../../lib/errors/lock-not-held.error.js';
 import type { LockEvents } from '../../lib/locking/lock-events.js';
-import { LockTestKit, abortedWithin, keysUnder, leaseExpiry, redisNames, rejectionOf, sleep, track, until } from '../support/lock-test-kit.js';
+import {
+  LockTestKit,
+  abortedWithin,
+  keysUnder,
+  leaseExpiry,
+  redisNames,
+  rejectionOf,
+  sleep,
+  track,
+  until,
+} from '../support/lock-test-kit.js';
 
 /** Redis server time in milliseconds. */
 async function redisNowMs(redis: { time(): Promise<[string, string] | (string | number)[]> }): Promise<number> {
@@ -22,7 +32,18 @@ describe('leases and the watchdog', () => {
     // The client's wall clock is an hour behind: a lease computed from it would already have run out.
     jest.useFakeTimers({
       now: Date.now() - 3_600_000,
-      doNotFake: ['hrtime', 'nextTick', 'performance', 'queueMicrotask', 'setImmediate', 'clearImmediate', 'setInterval', 'clearInterval', 'setTimeout', 'clearTimeout'],
+      doNotFake: [
+        'hrtime',
+        'nextTick',
+        'performance',
+        'queueMicrotask',
+        'setImmediate',
+        'clearImmediate',
+        'setInterval',
+        'clearInterval',
+        'setTimeout',
+        'clearTimeout',
+      ],
     });
     const engine = kit.engine();
     const other = kit.peer(engine);
@@ -79,7 +100,11 @@ describe('leases and the watchdog', () => {
     // The holder's deadline runs from when it sent the command, so it passes a little before Redis's: Redis then
     // drops the lock by itself, leaving nothing behind.
     const redis = kit.redis();
-    await until(async () => (await keysUnder(redis, engine.settings.keyPrefix)).length === 0, 1_000, 'Redis to drop the expired lock');
+    await until(
+      async () => (await keysUnder(redis, engine.settings.keyPrefix)).length === 0,
+      1_000,
+      'Redis to drop the expired lock',
+    );
   });
 
   it("a dead reader's lease runs out while another reader keeps renewing its own", async () => {

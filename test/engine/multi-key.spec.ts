@@ -26,7 +26,10 @@ describe('several keys at once', () => {
     const other = kit.peer(engine);
     const redis = kit.redis();
     const taken = await engine.acquire('b', { leaseMs: 5_000 });
-    const onlyB = [redisNames(engine.settings.keyPrefix, 'b').state, redisNames(engine.settings.keyPrefix, 'b').leases].sort();
+    const onlyB = [
+      redisNames(engine.settings.keyPrefix, 'b').state,
+      redisNames(engine.settings.keyPrefix, 'b').leases,
+    ].sort();
 
     expect(await other.tryAcquire(['a', 'b', 'c'])).toBeNull();
     expect(await keysUnder(redis, engine.settings.keyPrefix)).toEqual(onlyB);

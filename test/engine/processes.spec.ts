@@ -9,7 +9,15 @@ async function runCounters(kit: LockTestKit, locked: boolean, processes = 4, ite
   const prefix = kit.engine().settings.keyPrefix;
   const redis = kit.redis();
   const counterKey = `${prefix}counter`;
-  const task: WorkerTask = { kind: 'counter', url: redisUrl(), prefix, lockKey: 'counter-lock', counterKey, iterations, locked };
+  const task: WorkerTask = {
+    kind: 'counter',
+    url: redisUrl(),
+    prefix,
+    lockKey: 'counter-lock',
+    counterKey,
+    iterations,
+    locked,
+  };
   const workers = Array.from({ length: processes }, () => WorkerProcess.start(kit, task));
   // Start every loop at once, so the processes really overlap.
   await Promise.all(workers.map((w) => w.next('ready')));
@@ -100,7 +108,9 @@ describe('several processes', () => {
 
     const writer = kit.peer(engine);
     const gotWrite = deferred<number>();
-    const write = track(writer.acquire('k', { waitTimeoutMs: 10_000 }).then((h) => (gotWrite.resolve(performance.now()), h)));
+    const write = track(
+      writer.acquire('k', { waitTimeoutMs: 10_000 }).then((h) => (gotWrite.resolve(performance.now()), h)),
+    );
     await until(async () => (await engine.inspect('k'))?.waitingWriters === 1, 2_000, 'the writer to queue');
 
     await dead.kill('SIGKILL');

@@ -80,7 +80,11 @@ describe('read/write exclusion', () => {
     expect(await keysUnder(redis, engine.settings.keyPrefix)).toEqual([]);
 
     // A reader joining readers among whom one died purges it: dead readers do not pile up under read traffic.
-    for (const [token, leaseMs] of [[a, 30_000], [c, 150], [b, 30_000]] as const) {
+    for (const [token, leaseMs] of [
+      [a, 30_000],
+      [c, 150],
+      [b, 30_000],
+    ] as const) {
       expect((await store.acquire(read(token, leaseMs))).granted).toBe(true);
     }
     await sleep(300);
@@ -135,7 +139,9 @@ describe('read/write exclusion', () => {
   it('20 readers share the key, a writer waits for all of them, and its release lets 20 blocked readers in at once', async () => {
     const engine = kit.engine();
     const other = kit.peer(engine);
-    const first = await Promise.all(Array.from({ length: 20 }, () => engine.acquire('k', { mode: 'read', waitTimeoutMs: 2_000 })));
+    const first = await Promise.all(
+      Array.from({ length: 20 }, () => engine.acquire('k', { mode: 'read', waitTimeoutMs: 2_000 })),
+    );
     const info = await engine.inspect('k');
     expect(info?.holders).toHaveLength(20);
     expect(info?.holders.every((h) => h.mode === 'read')).toBe(true);

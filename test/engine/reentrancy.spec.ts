@@ -25,7 +25,9 @@ describe('reentrancy (owner = async context)', () => {
         counts.push((await engine.inspect('k'))!.holders[0].holdCount);
         // A third level, after an await and a timer: still the same context.
         await sleep(5);
-        await engine.withLock('k', async () => counts.push((await engine.inspect('k'))!.holders[0].holdCount), { waitTimeoutMs: 0 });
+        await engine.withLock('k', async () => counts.push((await engine.inspect('k'))!.holders[0].holdCount), {
+          waitTimeoutMs: 0,
+        });
         counts.push((await engine.inspect('k'))!.holders[0].holdCount);
         inside.resolve();
         await leave.promise;
@@ -174,7 +176,13 @@ describe('reentrancy (owner = async context)', () => {
       async () => {
         const failed = await rejectionOf(engine.acquire('k', { waitTimeoutMs: 5_000 }));
         const info = await engine.inspect('k');
-        return { failed, holders: info?.holders.length, mode: info?.mode, waiting: info?.waiting, count: info?.holders[0].holdCount };
+        return {
+          failed,
+          holders: info?.holders.length,
+          mode: info?.mode,
+          waiting: info?.waiting,
+          count: info?.holders[0].holdCount,
+        };
       },
       { mode: 'read' },
     );

@@ -34,7 +34,18 @@ describe('single-holder form', () => {
 local ends = redis.call('PEXPIRETIME', KEYS[1])
 repeat local t = redis.call('TIME') until tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) > ends
 return { ends, one(KEYS, ARGV) }`;
-    const [ends, reply] = (await redis.eval(late, keys.length, ...keys, b, 'r', '60000', '2', 'host|1|app|b', '', '')) as [number, unknown];
+    const [ends, reply] = (await redis.eval(
+      late,
+      keys.length,
+      ...keys,
+      b,
+      'r',
+      '60000',
+      '2',
+      'host|1|app|b',
+      '',
+      '',
+    )) as [number, unknown];
     expect(ends).toBeGreaterThan(0); // the script did see a's state, and ran past its lease
     expect(reply).toEqual([1, expect.any(Number), 0]);
     // a's record went with its lease; b holds alone, with a lease.

@@ -16,12 +16,14 @@ describe('smoke', () => {
     expect(info?.mode).toBe('write');
     expect(await h.release()).toBe(true);
     expect(await keysUnder(redis, engine.settings.keyPrefix)).toEqual([]);
-    const results = await engine.withLock('b', async () => engine.withLock('b', async (inner) => {
-      expect(inner.reentrant).toBe(true);
-      const i = await engine.inspect('b');
-      expect(i?.holders[0].holdCount).toBe(2);
-      return 7;
-    }));
+    const results = await engine.withLock('b', async () =>
+      engine.withLock('b', async (inner) => {
+        expect(inner.reentrant).toBe(true);
+        const i = await engine.inspect('b');
+        expect(i?.holders[0].holdCount).toBe(2);
+        return 7;
+      }),
+    );
     expect(results).toBe(7);
     const w = await engine.acquire('c');
     const t0 = Date.now();

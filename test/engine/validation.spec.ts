@@ -121,20 +121,23 @@ describe('validation before Redis is touched', () => {
     ['a signal that is not an AbortSignal', { signal: {} as never }, 'signal'],
   ];
 
-  it.each(badOptions)('%s is rejected with LockConfigError naming the option and key, and Redis is unchanged', async (_label, options, option) => {
-    await expectRedisUntouched(async () => {
-      for (const call of [
-        () => engine.acquire('k', options),
-        () => engine.tryAcquire('k', options),
-        () => engine.withLock('k', () => 1, options),
-      ]) {
-        const err = await failureOf(call);
-        expect(err).toBeInstanceOf(LockConfigError);
-        expect(err).toMatchObject({ option, key: 'k' });
-        expect((err as Error).message).toContain(option);
-      }
-    });
-  });
+  it.each(badOptions)(
+    '%s is rejected with LockConfigError naming the option and key, and Redis is unchanged',
+    async (_label, options, option) => {
+      await expectRedisUntouched(async () => {
+        for (const call of [
+          () => engine.acquire('k', options),
+          () => engine.tryAcquire('k', options),
+          () => engine.withLock('k', () => 1, options),
+        ]) {
+          const err = await failureOf(call);
+          expect(err).toBeInstanceOf(LockConfigError);
+          expect(err).toMatchObject({ option, key: 'k' });
+          expect((err as Error).message).toContain(option);
+        }
+      });
+    },
+  );
 
   it.each([
     ["a keyPrefix with '{'", { keyPrefix: 'app{' }, 'keyPrefix'],

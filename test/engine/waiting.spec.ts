@@ -7,7 +7,16 @@ import { LockEngine } from '../../lib/locking/lock-engine.js';
 import type { LockEvents } from '../../lib/locking/lock-events.js';
 import { ACQUIRE } from '../../lib/redis/lua-scripts.js';
 import type { LockHandle } from '../../lib/types/lock.types.js';
-import { LockTestKit, keysUnder, redisNames, redisUrl, rejectionOf, sleep, track, until } from '../support/lock-test-kit.js';
+import {
+  LockTestKit,
+  keysUnder,
+  redisNames,
+  redisUrl,
+  rejectionOf,
+  sleep,
+  track,
+  until,
+} from '../support/lock-test-kit.js';
 import { RedisProxy } from '../support/redis-proxy.js';
 
 describe('waiting', () => {
@@ -250,13 +259,22 @@ describe('waiting', () => {
         kit.add(async () => client.disconnect());
         connection = client;
       }
-      const waiter = new LockEngine({ redis: connection, keyPrefix: holder.settings.keyPrefix, commandTimeoutMs: 500, logger: kit.logger });
+      const waiter = new LockEngine({
+        redis: connection,
+        keyPrefix: holder.settings.keyPrefix,
+        commandTimeoutMs: 500,
+        logger: kit.logger,
+      });
       kit.add(() => waiter.close());
       // The application's client: its closes are watched, its errors left to the application's own listeners.
       if (typeof connection !== 'string') expect(connection.listenerCount('error')).toBe(0);
       const lock = await holder.acquire('k', { leaseMs: 30_000 });
       const waiting = track(waiter.acquire('k', { waitTimeoutMs: 20_000 }));
-      await until(async () => (await clientsThrough(redis, proxy)).some((c) => c.subscriptions > 0), 5_000, 'the waiter to listen');
+      await until(
+        async () => (await clientsThrough(redis, proxy)).some((c) => c.subscriptions > 0),
+        5_000,
+        'the waiter to listen',
+      );
       expect((await holder.inspect('k'))?.waitingWriters).toBe(1);
 
       // The command connection drops and cannot come back: its new connection's handshake is held at the proxy.

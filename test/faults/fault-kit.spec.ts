@@ -18,7 +18,13 @@ function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> 
 /** A plain client that does not retry or reconnect on its own, and records every connection event it sees. */
 function client(url: string): { redis: Redis; events: string[] } {
   const events: string[] = [];
-  const redis = new Redis(url, { maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1_000, disconnectTimeout: 100, lazyConnect: true });
+  const redis = new Redis(url, {
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: 1_000,
+    disconnectTimeout: 100,
+    lazyConnect: true,
+  });
   for (const event of ['error', 'close', 'end', 'reconnecting'] as const) {
     // Errors come from another realm than the test's (Jest's VM context), so no `instanceof Error` here.
     redis.on(event, (arg?: { message?: string }) => events.push(arg?.message ? `${event}: ${arg.message}` : event));
@@ -93,28 +99,32 @@ describe('fault kit', () => {
     });
     afterAll(() => partition?.dispose());
 
-    maybe(`cut: PING gets no answer and no connection error; heal: answered on the same connection${reason ? ` (skipped: ${reason})` : ''}`, async () => {
-      const p = partition!;
-      const { redis, events } = open(p.url);
-      await redis.connect();
-      const id = await redis.client('ID');
-      expect(await redis.ping()).toBe('PONG');
+    maybe(
+      `cut: PING gets no answer and no connection error; heal: answered on the same connection${reason ? ` (skipped: ${reason})` : ''}`,
+      async () => {
+        const p = partition!;
+        const { redis, events } = open(p.url);
+        await redis.connect();
+        const id = await redis.client('ID');
+        expect(await redis.ping()).toBe('PONG');
 
-      await p.cut();
-      const ping = redis.ping();
-      expect(await settlesWithin(ping, 1_500)).toBe(false);
-      expect(redis.status).toBe('ready');
-      expect(events).toEqual([]);
-      // A new connection does not get through either.
-      const fresh = open(p.url).redis;
-      await expect(fresh.connect()).rejects.toThrow();
+        await p.cut();
+        const ping = redis.ping();
+        expect(await settlesWithin(ping, 1_500)).toBe(false);
+        expect(redis.status).toBe('ready');
+        expect(events).toEqual([]);
+        // A new connection does not get through either.
+        const fresh = open(p.url).redis;
+        await expect(fresh.connect()).rejects.toThrow();
 
-      await p.heal();
-      expect(await settlesWithin(ping, 8_000)).toBe(true);
-      expect(await ping).toBe('PONG');
-      expect(await redis.client('ID')).toBe(id);
-      expect(events).toEqual([]);
-    }, 15_000);
+        await p.heal();
+        expect(await settlesWithin(ping, 8_000)).toBe(true);
+        expect(await ping).toBe('PONG');
+        expect(await redis.client('ID')).toBe(id);
+        expect(events).toEqual([]);
+      },
+      15_000,
+    );
   });
 
   it('blockEventLoop: no timer runs while it spins', async () => {

@@ -34,7 +34,10 @@ describe('HTTP when Redis fails', () => {
   afterAll(() => server.dispose());
 
   it('answers 503 with Retry-After within waitTimeoutMs + commandTimeoutMs, paused or down, and 200 once Redis is back', async () => {
-    const t = await kit.app({ controllers: [ItemsController] }, { redis: server.url, commandTimeoutMs: COMMAND_MS, waitTimeoutMs: WAIT_MS });
+    const t = await kit.app(
+      { controllers: [ItemsController] },
+      { redis: server.url, commandTimeoutMs: COMMAND_MS, waitTimeoutMs: WAIT_MS },
+    );
     expect((await request(t.http).get('/items/1')).status).toBe(200);
 
     server.pause();
@@ -43,7 +46,12 @@ describe('HTTP when Redis fails', () => {
     expect(performance.now() - start).toBeLessThan(WAIT_MS + COMMAND_MS + SLACK_MS);
     expect(paused.status).toBe(503);
     expect(paused.headers['retry-after']).toBe('1');
-    expect(paused.body).toMatchObject({ statusCode: 503, error: 'Service Unavailable', key: 'item:1', reason: 'timeout' });
+    expect(paused.body).toMatchObject({
+      statusCode: 503,
+      error: 'Service Unavailable',
+      key: 'item:1',
+      reason: 'timeout',
+    });
     server.resume();
 
     await server.kill();

@@ -78,7 +78,9 @@ describe('semaphores when Redis fails', () => {
         setPermitLimit: timed(a.setPermitLimit('k', 3)),
         handleRelease: timed(held.release()),
       };
-      const results = Object.fromEntries(await Promise.all(Object.entries(calls).map(async ([name, p]) => [name, await p])));
+      const results = Object.fromEntries(
+        await Promise.all(Object.entries(calls).map(async ([name, p]) => [name, await p])),
+      );
       server.resume();
 
       for (const name of ['acquirePermit', 'withPermit']) {
@@ -101,13 +103,21 @@ describe('semaphores when Redis fails', () => {
       // setPermitLimit was applied after the resume (it keeps the limit for a day): dropped before the check.
       // setPermitLimit reached Redis after the resume too (nothing undoes an administrative call): the limit it keeps
       // for a day is dropped once the late grants on the same semaphore are seen undone.
-      await until(async () => (await a.inspectPermits('k'))?.limit === 3 && (await a.inspectPermits('k'))?.used === 0, 5_000, 'the late grants of "k" undone');
+      await until(
+        async () => (await a.inspectPermits('k'))?.limit === 3 && (await a.inspectPermits('k'))?.used === 0,
+        5_000,
+        'the late grants of "k" undone',
+      );
       await admin.del(...(await keysLeft(a)).filter((name) => name.includes('{k}')));
       // The acquisitions queued while Redis was paused ran after the resume; their grants were undone, and the
       // release that got no answer was sent again: no permit is left.
       await until(async () => (await keysLeft(a)).length === 0, 5_000, 'every permit undone');
       const b = kit.peer(a, { redis: server.url });
-      const again = await Promise.all([b.tryAcquirePermit('held', { limit: 1 }), b.tryAcquirePermit('w', { limit: 1 }), b.tryAcquirePermit('full', { limit: 1 })]);
+      const again = await Promise.all([
+        b.tryAcquirePermit('held', { limit: 1 }),
+        b.tryAcquirePermit('w', { limit: 1 }),
+        b.tryAcquirePermit('full', { limit: 1 }),
+      ]);
       expect(again.map((p) => p?.isHeld)).toEqual([true, true, true]);
       for (const permit of again) await permit?.release();
     });
@@ -158,7 +168,15 @@ describe('semaphores when Redis fails', () => {
         expectUnavailable(down[i].error, op, ['unreachable', 'timeout']);
       }
       await server.restart();
-      await until(async () => (await a.tryAcquirePermit('k', { limit: 2 }).then((p) => p?.release(), () => false)) === true, 5_000, 'permits again');
+      await until(
+        async () =>
+          (await a.tryAcquirePermit('k', { limit: 2 }).then(
+            (p) => p?.release(),
+            () => false,
+          )) === true,
+        5_000,
+        'permits again',
+      );
       expect(await keysLeft(a)).toEqual([]);
     });
   });

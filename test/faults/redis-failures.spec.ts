@@ -76,7 +76,9 @@ describe('when Redis fails', () => {
         handleRelease: timed(held.release()),
         withLock: timed(a.withLock('w', () => 'ran')),
       };
-      const results = Object.fromEntries(await Promise.all(Object.entries(calls).map(async ([name, p]) => [name, await p])));
+      const results = Object.fromEntries(
+        await Promise.all(Object.entries(calls).map(async ([name, p]) => [name, await p])),
+      );
       server.resume();
 
       expect(results.acquire.ms).toBeLessThan(WAIT_MS + COMMAND_MS + SLACK_MS);
@@ -109,7 +111,9 @@ describe('when Redis fails', () => {
       await a.ping();
       server.pause();
       // The first goes out alone; the 20 asked in the same tick go out as batches behind it.
-      const calls = [a.tryAcquire('first'), ...Array.from({ length: 20 }, (_, i) => a.tryAcquire(`b${i}`))].map((p) => timed(p));
+      const calls = [a.tryAcquire('first'), ...Array.from({ length: 20 }, (_, i) => a.tryAcquire(`b${i}`))].map((p) =>
+        timed(p),
+      );
       const results = await Promise.all(calls);
       server.resume();
       for (const r of results) {
@@ -117,7 +121,11 @@ describe('when Redis fails', () => {
         expectUnavailable(r.error, 'acquire', ['timeout']);
       }
       // After the resume Redis ran the batches and granted every item; each grant is undone, item by item.
-      await until(async () => (await keysUnder(admin, a.settings.keyPrefix)).length === 0, 5_000, 'every late grant undone');
+      await until(
+        async () => (await keysUnder(admin, a.settings.keyPrefix)).length === 0,
+        5_000,
+        'every late grant undone',
+      );
       const b = kit.peer(a);
       const again = await Promise.all(Array.from({ length: 20 }, (_, i) => b.tryAcquire(`b${i}`)));
       expect(again.every((h) => h !== null)).toBe(true);
@@ -175,7 +183,15 @@ describe('when Redis fails', () => {
       expect(lostLines.length).toBeGreaterThanOrEqual(1);
       expect(lostLines.length).toBeLessThanOrEqual(2); // command and subscriber connections, once each
       await server.restart();
-      await until(async () => (await a.tryAcquire('k').then((h) => h?.release(), () => false)) === true, 5_000, 'locking again');
+      await until(
+        async () =>
+          (await a.tryAcquire('k').then(
+            (h) => h?.release(),
+            () => false,
+          )) === true,
+        5_000,
+        'locking again',
+      );
       await until(() => kit.logger.lines.some((l) => l.includes('connection restored')), 3_000, 'restored notice');
       expect(kit.logger.lines.filter((l) => l.includes('connection lost'))).toHaveLength(lostLines.length);
     });
@@ -219,7 +235,13 @@ describe('when Redis fails', () => {
     it('inspect, release and forceRelease reject with LockClosedError', async () => {
       const a = engine();
       await a.close();
-      for (const call of [a.inspect('k'), a.release('k', 't'), a.forceRelease('k'), a.acquire('k'), a.tryAcquire('k')]) {
+      for (const call of [
+        a.inspect('k'),
+        a.release('k', 't'),
+        a.forceRelease('k'),
+        a.acquire('k'),
+        a.tryAcquire('k'),
+      ]) {
         expect(await rejectionOf(call)).toBeInstanceOf(LockClosedError);
       }
     });
@@ -242,7 +264,10 @@ describe('when Redis fails', () => {
       await admin.call('ACL', 'SETUSER', ...args);
       try {
         const asLocks = () =>
-          engine({ redis: { port: server.port, host: '127.0.0.1', username: 'locks', password: 'secret' }, keyPrefix: 'lock:' });
+          engine({
+            redis: { port: server.port, host: '127.0.0.1', username: 'locks', password: 'secret' },
+            keyPrefix: 'lock:',
+          });
         const a = asLocks();
         const b = asLocks();
         // Fast path, contention with a wake-up, renewal, extend, read locks, fair queue, inspect, forceRelease.
@@ -283,7 +308,10 @@ describe('when Redis fails', () => {
 
     it('names the command a user may not run (PUBLISH in the release script)', async () => {
       await admin.call('ACL', 'SETUSER', 'nopublish', 'on', '>pw', '~*', '&*', '+@all', '-publish');
-      const restricted = engine({ redis: { port: server.port, host: '127.0.0.1', username: 'nopublish', password: 'pw' }, keyPrefix: prefix });
+      const restricted = engine({
+        redis: { port: server.port, host: '127.0.0.1', username: 'nopublish', password: 'pw' },
+        keyPrefix: prefix,
+      });
       const full = engine({ keyPrefix: prefix });
       const held = await restricted.acquire('k');
       const waiter = full.acquire('k', { waitTimeoutMs: 3_000 });
@@ -298,7 +326,10 @@ describe('when Redis fails', () => {
 
     it('fails a contended acquisition clearly when the user may not subscribe to the lock channels', async () => {
       await admin.call('ACL', 'SETUSER', 'nochannels', 'on', '>pw', '~*', 'resetchannels', '+@all');
-      const restricted = engine({ redis: { port: server.port, host: '127.0.0.1', username: 'nochannels', password: 'pw' }, keyPrefix: prefix });
+      const restricted = engine({
+        redis: { port: server.port, host: '127.0.0.1', username: 'nochannels', password: 'pw' },
+        keyPrefix: prefix,
+      });
       const full = engine({ keyPrefix: prefix });
       const held = await full.acquire('k');
       const error = await rejectionOf(restricted.acquire('k', { waitTimeoutMs: 2_000 }));
@@ -327,26 +358,38 @@ describe('cut off by the network (black-holed path, neither end notices)', () =>
     await partition?.dispose();
   });
 
-  (partitionUnsupported ? it.skip : it)('calls settle within their bounds; after healing, grants that landed late are undone', async () => {
-    const p = partition!;
-    const a = kit.engine({ redis: p.url, commandTimeoutMs: COMMAND_MS, waitTimeoutMs: WAIT_MS });
-    const held = await a.acquire('held');
-    await p.cut();
-    const results = await Promise.all([timed(a.acquire('k')), timed(a.tryAcquire('k2')), timed(a.inspect('k')), timed(held.release())]);
-    const bounds = [WAIT_MS + COMMAND_MS, COMMAND_MS, COMMAND_MS, COMMAND_MS];
-    const operations = ['acquire', 'acquire', 'inspect', 'release'];
-    results.forEach((r, i) => {
-      expect(r.ms).toBeLessThan(bounds[i] + SLACK_MS);
-      expectUnavailable(r.error, operations[i], ['timeout']);
-    });
-    await p.heal();
-    const client = new Redis(p.url, { maxRetriesPerRequest: 1 });
-    try {
-      await until(async () => (await keysUnder(client, a.settings.keyPrefix)).length === 0, 15_000, 'nothing left after healing');
-    } finally {
-      client.disconnect();
-    }
-    const again = await a.acquire('k', { waitTimeoutMs: 5_000 });
-    await again.release();
-  });
+  (partitionUnsupported ? it.skip : it)(
+    'calls settle within their bounds; after healing, grants that landed late are undone',
+    async () => {
+      const p = partition!;
+      const a = kit.engine({ redis: p.url, commandTimeoutMs: COMMAND_MS, waitTimeoutMs: WAIT_MS });
+      const held = await a.acquire('held');
+      await p.cut();
+      const results = await Promise.all([
+        timed(a.acquire('k')),
+        timed(a.tryAcquire('k2')),
+        timed(a.inspect('k')),
+        timed(held.release()),
+      ]);
+      const bounds = [WAIT_MS + COMMAND_MS, COMMAND_MS, COMMAND_MS, COMMAND_MS];
+      const operations = ['acquire', 'acquire', 'inspect', 'release'];
+      results.forEach((r, i) => {
+        expect(r.ms).toBeLessThan(bounds[i] + SLACK_MS);
+        expectUnavailable(r.error, operations[i], ['timeout']);
+      });
+      await p.heal();
+      const client = new Redis(p.url, { maxRetriesPerRequest: 1 });
+      try {
+        await until(
+          async () => (await keysUnder(client, a.settings.keyPrefix)).length === 0,
+          15_000,
+          'nothing left after healing',
+        );
+      } finally {
+        client.disconnect();
+      }
+      const again = await a.acquire('k', { waitTimeoutMs: 5_000 });
+      await again.release();
+    },
+  );
 });

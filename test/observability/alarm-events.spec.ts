@@ -8,7 +8,11 @@ describe('events and the held-too-long alarm', () => {
   afterEach(() => kit.closeAll());
 
   it('fires acquired, contended, released, timeout and lost exactly when they happen', async () => {
-    const engine = kit.engine({ holdWarningMs: 0, waitWarningMs: 0, logger: { warn: () => undefined, error: () => undefined } });
+    const engine = kit.engine({
+      holdWarningMs: 0,
+      waitWarningMs: 0,
+      logger: { warn: () => undefined, error: () => undefined },
+    });
     const seen: string[] = [];
     const payloads: Partial<{ [E in keyof LockEvents]: LockEvents[E][] }> = {};
     for (const name of ['acquired', 'released', 'contended', 'timeout', 'lost'] as const) {
@@ -42,7 +46,11 @@ describe('events and the held-too-long alarm', () => {
 
   it('reports a hold kept past holdWarningMs once, with the holder identity, and logs a warning', async () => {
     const warnings: string[] = [];
-    const engine = kit.engine({ holdWarningMs: 150, waitWarningMs: 0, logger: { warn: (m) => warnings.push(m), error: () => undefined } });
+    const engine = kit.engine({
+      holdWarningMs: 150,
+      waitWarningMs: 0,
+      logger: { warn: (m) => warnings.push(m), error: () => undefined },
+    });
     const alarms: HeldTooLongEvent[] = [];
     engine.on('held-too-long', (e) => alarms.push(e));
     const short = await engine.acquire('quick');
@@ -92,13 +100,17 @@ describe('events and the held-too-long alarm', () => {
     });
     const alarms: HeldTooLongEvent[] = [];
     waiterEngine.on('held-too-long', (e) => alarms.push(e));
-    const permits = [await holderEngine.acquirePermit('exports', { limit: 2 }), await holderEngine.acquirePermit('exports', { limit: 2 })];
+    const permits = [
+      await holderEngine.acquirePermit('exports', { limit: 2 }),
+      await holderEngine.acquirePermit('exports', { limit: 2 }),
+    ];
     const waiting = waiterEngine.acquirePermit('exports', { limit: 2, waitTimeoutMs: 600 }).catch((e: unknown) => e);
     await until(() => alarms.length > 0, 2_000, 'the waiter-side alarm');
     expect(alarms[0]).toMatchObject({ key: 'exports', detectedBy: 'waiter', mode: 'write' });
     expect(alarms[0].waitedMs).toBeGreaterThanOrEqual(150);
     expect(alarms[0].holders).toHaveLength(2);
-    for (const holder of alarms[0].holders) expect(holder).toMatchObject({ app: 'permit-app', pid: process.pid, mode: 'write' });
+    for (const holder of alarms[0].holders)
+      expect(holder).toMatchObject({ app: 'permit-app', pid: process.pid, mode: 'write' });
     const owners = (await holderEngine.inspectPermits('exports'))!.holders.map((h) => h.owner).sort();
     expect(alarms[0].holders.map((h) => h.owner).sort()).toEqual(owners);
     expect(warnings.filter((w) => w.includes('"exports"') && w.includes('permit-app'))).toHaveLength(1);

@@ -33,7 +33,11 @@ describe('holder identity', () => {
     const env: NodeJS.ProcessEnv = { ...process.env, REDIS_URL: redisUrl(), PREFIX: prefix };
     delete env.NODE_OPTIONS; // Jest's --experimental-vm-modules is not for the app
     delete env.npm_package_name; // as under `node dist/main.js`, a process manager or a container's entry point
-    const child = spawn(process.execPath, ['--import', REGISTER_TS, join(dir, 'dist', 'main.ts')], { cwd: dir, env, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--import', REGISTER_TS, join(dir, 'dist', 'main.ts')], {
+      cwd: dir,
+      env,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     const exited = new Promise((resolve) => child.once('exit', resolve));

@@ -1,5 +1,10 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
+import {
+  AggregationTemporality,
+  InMemoryMetricExporter,
+  MeterProvider,
+  PeriodicExportingMetricReader,
+} from '@opentelemetry/sdk-metrics';
 import { LOCK_METRICS } from '../../lib/observability/lock-metrics.js';
 import { LockService } from '../../lib/nest/lock.service.js';
 import { RedisLockModule } from '../../lib/nest/redis-lock.module.js';
@@ -30,7 +35,11 @@ describe('OpenTelemetry metrics', () => {
     await moduleRef.init();
     const collect = async () => {
       await reader.forceFlush();
-      const metrics = exporter.getMetrics().at(-1)?.scopeMetrics.flatMap((s) => s.metrics) ?? [];
+      const metrics =
+        exporter
+          .getMetrics()
+          .at(-1)
+          ?.scopeMetrics.flatMap((s) => s.metrics) ?? [];
       return new Map(metrics.map((m) => [m.descriptor.name, m.dataPoints]));
     };
     return { locks: moduleRef.get(LockService), collect };
@@ -61,7 +70,9 @@ describe('OpenTelemetry metrics', () => {
     expect(sum(LOCK_METRICS.lost, 'write')).toBe(1);
     expect(sum(LOCK_METRICS.waitDuration, 'read')).toBe(1);
     expect(sum(LOCK_METRICS.holdDuration)).toBe(2);
-    const readWait = m.get(LOCK_METRICS.waitDuration)!.find((p) => p.attributes['lock.mode'] === 'read')!.value as { sum: number };
+    const readWait = m.get(LOCK_METRICS.waitDuration)!.find((p) => p.attributes['lock.mode'] === 'read')!.value as {
+      sum: number;
+    };
     expect(readWait.sum).toBeGreaterThanOrEqual(40);
     expect(m.get(LOCK_METRICS.acquired)!.every((p) => !('lock.key' in p.attributes))).toBe(true);
   });
@@ -70,7 +81,9 @@ describe('OpenTelemetry metrics', () => {
     const { locks, collect } = await setup(false);
     await locks.withLock('l', () => undefined);
     const held = await locks.acquirePermit('s', { limit: 1 });
-    await expect(locks.acquirePermit('s', { limit: 1, waitTimeoutMs: 40 })).rejects.toBeInstanceOf(LockAcquireTimeoutError);
+    await expect(locks.acquirePermit('s', { limit: 1, waitTimeoutMs: 40 })).rejects.toBeInstanceOf(
+      LockAcquireTimeoutError,
+    );
     await held.release();
     const taken = await locks.acquirePermit('s', { limit: 1 });
     await locks.forceReleasePermits('s');
@@ -89,7 +102,8 @@ describe('OpenTelemetry metrics', () => {
     expect(sum(LOCK_METRICS.holdDuration, 'semaphore')).toBe(1);
     expect(sum(LOCK_METRICS.lost, 'semaphore')).toBe(1);
     // Every data point says its kind (a permit's mode is 'write', which alone cannot tell it from a write lock).
-    for (const points of m.values()) for (const p of points) expect(['lock', 'semaphore']).toContain(p.attributes['lock.kind']);
+    for (const points of m.values())
+      for (const p of points) expect(['lock', 'semaphore']).toContain(p.attributes['lock.kind']);
   });
 
   it('adds the lock key as an attribute only when asked', async () => {

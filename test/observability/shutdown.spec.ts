@@ -30,7 +30,10 @@ describe('graceful shutdown under load', () => {
   it('lets holders finish, rejects waiters with 503 at once, and leaves no lock key behind', async () => {
     gate = deferred();
     inside = 0;
-    const { app, http, locks, prefix } = await kit.app({ controllers: [JobsController] }, { logger: { warn: () => undefined, error: () => undefined } });
+    const { app, http, locks, prefix } = await kit.app(
+      { controllers: [JobsController] },
+      { logger: { warn: () => undefined, error: () => undefined } },
+    );
     const admin = kit.redis();
 
     try {
@@ -56,13 +59,29 @@ describe('graceful shutdown under load', () => {
   });
 });
 
-async function shutDownUnderLoad(app: INestApplication, http: LockTestApp['http'], locks: LockService, prefix: string, admin: Redis): Promise<void> {
+async function shutDownUnderLoad(
+  app: INestApplication,
+  http: LockTestApp['http'],
+  locks: LockService,
+  prefix: string,
+  admin: Redis,
+): Promise<void> {
   // Two locks held ('a', 'b'), four requests waiting behind them.
-  const calls = ['a', 'a', 'a', 'b', 'b', 'b'].map((id) => track(request(http).post(`/jobs/${id}`).then((r) => r.status)));
-  await until(async () => {
-    const infos = await Promise.all(['job:a', 'job:b'].map((key) => locks.inspect(key)));
-    return infos.every((info) => info?.mode === 'write' && info.waiting === 2);
-  }, 3_000, 'two holders with two waiters each');
+  const calls = ['a', 'a', 'a', 'b', 'b', 'b'].map((id) =>
+    track(
+      request(http)
+        .post(`/jobs/${id}`)
+        .then((r) => r.status),
+    ),
+  );
+  await until(
+    async () => {
+      const infos = await Promise.all(['job:a', 'job:b'].map((key) => locks.inspect(key)));
+      return infos.every((info) => info?.mode === 'write' && info.waiting === 2);
+    },
+    3_000,
+    'two holders with two waiters each',
+  );
   expect(inside).toBe(2);
 
   const closing = track(app.close());

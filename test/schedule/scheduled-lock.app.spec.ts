@@ -59,14 +59,18 @@ describe('@ScheduledLock in one process', () => {
     }
   });
 
-  it("a cron fire takes job:<name>@<tick> and the running lock job:<name>; when the run ends the fire stays taken (finished) for holdAtLeastMs and the running lock is free", async () => {
+  it('a cron fire takes job:<name>@<tick> and the running lock job:<name>; when the run ends the fire stays taken (finished) for holdAtLeastMs and the running lock is free', async () => {
     const t = await kit.app({ providers: [NightlyJob] });
     const job = t.app.get(NightlyJob);
     const fireKey = `job:nightly@${latestThreeAm()}`;
     const running = job.run();
     await until(() => runs === 1, 2_000, 'the run to start');
-    expect((await t.locks.inspect('job:nightly'))?.holders).toEqual([expect.objectContaining({ finished: false, holdCount: 1 })]);
-    expect((await t.locks.inspect(fireKey))?.holders).toEqual([expect.objectContaining({ finished: false, holdCount: 1 })]);
+    expect((await t.locks.inspect('job:nightly'))?.holders).toEqual([
+      expect.objectContaining({ finished: false, holdCount: 1 }),
+    ]);
+    expect((await t.locks.inspect(fireKey))?.holders).toEqual([
+      expect.objectContaining({ finished: false, holdCount: 1 }),
+    ]);
     // The same fire again (another instance, or a second call) while it runs: skipped, not run.
     const skipped: string[] = [];
     t.locks.on('skipped', (e) => skipped.push(`${e.key} ${e.reason}`));
@@ -75,7 +79,9 @@ describe('@ScheduledLock in one process', () => {
     gate.current.resolve();
     expect(await running).toBe('done');
     expect(await t.locks.inspect('job:nightly')).toBeNull();
-    expect((await t.locks.inspect(fireKey))?.holders).toEqual([expect.objectContaining({ finished: true, holdCount: 0 })]);
+    expect((await t.locks.inspect(fireKey))?.holders).toEqual([
+      expect.objectContaining({ finished: true, holdCount: 0 }),
+    ]);
     expect(await job.run()).toBeUndefined();
     expect(runs).toBe(1);
     await until(async () => (await t.locks.inspect(fireKey)) === null, 4_000, 'the fire to be released after its hold');
@@ -96,15 +102,25 @@ describe('@ScheduledLock in one process', () => {
       expect(await poll.run()).toBeUndefined();
     }
     expect(runs).toBe(0);
-    expect(skipped).toEqual(Array.from({ length: 3 }, () => [`job:nightly@${latestThreeAm()} unavailable`, 'job:poll unavailable']).flat());
-    const warnings = () => warn.mock.calls.map(([m]) => String(m)).filter((m) => m.includes('not run: Redis cannot be reached'));
-    expect(warnings()).toEqual([expect.stringContaining('NightlyJob.run: not run'), expect.stringContaining('PollJob.run: not run')]);
+    expect(skipped).toEqual(
+      Array.from({ length: 3 }, () => [`job:nightly@${latestThreeAm()} unavailable`, 'job:poll unavailable']).flat(),
+    );
+    const warnings = () =>
+      warn.mock.calls.map(([m]) => String(m)).filter((m) => m.includes('not run: Redis cannot be reached'));
+    expect(warnings()).toEqual([
+      expect.stringContaining('NightlyJob.run: not run'),
+      expect.stringContaining('PollJob.run: not run'),
+    ]);
     // Back (empty): the jobs run, and the next outage is reported again.
     await redis.restart();
     await until(async () => (await poll.run()) === 'polled', 5_000, 'the poll job to run once Redis is back');
     await redis.kill();
     expect(await poll.run()).toBeUndefined();
-    expect(warnings()).toEqual([expect.stringContaining('NightlyJob.run'), expect.stringContaining('PollJob.run'), expect.stringContaining('PollJob.run')]);
+    expect(warnings()).toEqual([
+      expect.stringContaining('NightlyJob.run'),
+      expect.stringContaining('PollJob.run'),
+      expect.stringContaining('PollJob.run'),
+    ]);
     await redis.restart();
     // The attempt made while Redis was down may still reach it once it is back (ioredis replays what it queued, seen
     // ~300 ms after the restart; or the engine re-sends it, every 250 ms, to learn its outcome): the engine undoes
@@ -146,7 +162,10 @@ describe('@ScheduledLock in one process', () => {
         error = err;
       }
       expect(error).toBeInstanceOf(LockConfigError);
-      expect(error).toMatchObject({ option, message: expect.stringContaining(`@ScheduledLock on Job.run: invalid ${option}`) });
+      expect(error).toMatchObject({
+        option,
+        message: expect.stringContaining(`@ScheduledLock on Job.run: invalid ${option}`),
+      });
     }
   });
 });

@@ -10,7 +10,10 @@ import { keysUnder, redisUrl, sleep, uniquePrefix, until } from '../support/lock
 const APP = fileURLToPath(new URL('../fixtures/cron-app.ts', import.meta.url));
 const REGISTER_TS = fileURLToPath(new URL('../support/register-ts.mjs', import.meta.url));
 /** Debian's libfaketime (package `faketime`, installed by .ci/run): shifts a process's wall clock. */
-const LIBFAKETIME = ['/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1', '/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1'].find(existsSync);
+const LIBFAKETIME = [
+  '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1',
+  '/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1',
+].find(existsSync);
 
 type MessageOf<T extends CronAppMessage['type']> = Extract<CronAppMessage, { type: T }>;
 
@@ -25,9 +28,18 @@ class Instance {
     if (skewMs !== 0) {
       if (!LIBFAKETIME) throw new Error('libfaketime is not installed: apt-get install faketime (.ci/run does)');
       // A fixed offset of the wall clock only (timers keep the real monotonic clock).
-      Object.assign(env, { LD_PRELOAD: LIBFAKETIME, FAKETIME: `${skewMs >= 0 ? '+' : ''}${(skewMs / 1000).toFixed(3)}`, FAKETIME_DONT_FAKE_MONOTONIC: '1', FAKETIME_NO_CACHE: '1' });
+      Object.assign(env, {
+        LD_PRELOAD: LIBFAKETIME,
+        FAKETIME: `${skewMs >= 0 ? '+' : ''}${(skewMs / 1000).toFixed(3)}`,
+        FAKETIME_DONT_FAKE_MONOTONIC: '1',
+        FAKETIME_NO_CACHE: '1',
+      });
     }
-    this.child = fork(APP, [JSON.stringify(task)], { execArgv: ['--import', REGISTER_TS], env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    this.child = fork(APP, [JSON.stringify(task)], {
+      execArgv: ['--import', REGISTER_TS],
+      env,
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
     this.child.on('message', (m) => this.inbox.push(m as CronAppMessage));
     running.add(this);
   }
@@ -37,13 +49,17 @@ class Instance {
       () => {
         const failure = this.inbox.find((m) => m.type === 'error');
         if (failure) throw new Error(`cron app ${this.child.pid} failed: ${(failure as MessageOf<'error'>).message}`);
-        if (this.child.exitCode !== null || this.child.signalCode !== null) throw new Error(`cron app ${this.child.pid} exited`);
+        if (this.child.exitCode !== null || this.child.signalCode !== null)
+          throw new Error(`cron app ${this.child.pid} exited`);
         return this.inbox.some((m) => m.type === type);
       },
       timeoutMs,
       `"${type}" from cron app ${this.child.pid}`,
     );
-    return this.inbox.splice(this.inbox.findIndex((m) => m.type === type), 1)[0] as MessageOf<T>;
+    return this.inbox.splice(
+      this.inbox.findIndex((m) => m.type === type),
+      1,
+    )[0] as MessageOf<T>;
   }
 
   async report(): Promise<MessageOf<'report'>> {
@@ -77,7 +93,12 @@ function redis(): Redis {
 }
 
 /** Starts one instance per skew, each with every job of `jobs`; resolves once every one is ready. */
-async function fleet(prefix: string, jobs: readonly CronAppJob[], skews: readonly number[], leaseMs?: number): Promise<Instance[]> {
+async function fleet(
+  prefix: string,
+  jobs: readonly CronAppJob[],
+  skews: readonly number[],
+  leaseMs?: number,
+): Promise<Instance[]> {
   const instances = skews.map((skew) => new Instance({ url: redisUrl(), prefix, jobs, leaseMs }, skew));
   await Promise.all(instances.map((i) => i.next('ready', 90_000)));
   return instances;
@@ -88,7 +109,8 @@ function reportsOf(reports: readonly MessageOf<'report'>[], id: string): CronApp
   return reports.map((r) => r.jobs[id]);
 }
 
-const sum = (reports: readonly CronAppJobReport[], f: (r: CronAppJobReport) => number) => reports.reduce((n, r) => n + f(r), 0);
+const sum = (reports: readonly CronAppJobReport[], f: (r: CronAppJobReport) => number) =>
+  reports.reduce((n, r) => n + f(r), 0);
 
 /** Runs per fire second recorded for job `id`, for the fires from `from` to `to` (seconds, inclusive). */
 async function runsPerFire(client: Redis, prefix: string, id: string, from: number, to: number): Promise<number[]> {
@@ -134,7 +156,13 @@ describe('@ScheduledLock with the real @nestjs/schedule over 3 processes', () =>
         const runs = await perFire(id);
         // The fires not run once, with how late each of their runs started (to tell a load spike from a bug).
         const notOnce = await Promise.all(
-          runs.flatMap((n, i) => (n === 1 ? [] : [from + i])).map(async (fire) => ({ fire, runs: runs[fire - from], late: await client.lrange(`${prefix}${id}:late:${fire}`, 0, -1) })),
+          runs
+            .flatMap((n, i) => (n === 1 ? [] : [from + i]))
+            .map(async (fire) => ({
+              fire,
+              runs: runs[fire - from],
+              late: await client.lrange(`${prefix}${id}:late:${fire}`, 0, -1),
+            })),
         );
         expect({ id, notOnce }).toEqual({ id, notOnce: [] });
       }
@@ -143,7 +171,8 @@ describe('@ScheduledLock with the real @nestjs/schedule over 3 processes', () =>
       expect(bare.filter((n) => n > 1).length).toBeGreaterThan(bare.length / 2);
 
       // The losers logged nothing above debug; each of their skipped fires was counted.
-      for (const id of ['default', 'hold900', 'hold2500', 'interval', 'timeout']) expect({ id, logs: reportsOf(reports, id).flatMap((r) => r.logs) }).toEqual({ id, logs: [] });
+      for (const id of ['default', 'hold900', 'hold2500', 'interval', 'timeout'])
+        expect({ id, logs: reportsOf(reports, id).flatMap((r) => r.logs) }).toEqual({ id, logs: [] });
       expect(reports.flatMap((r) => r.otherLogs)).toEqual([]);
       const hold2500 = reportsOf(reports, 'hold2500');
       expect(sum(hold2500, (r) => r.skipped.busy ?? 0)).toBeGreaterThanOrEqual(2 * (to - from + 1));
@@ -163,7 +192,11 @@ describe('@ScheduledLock with the real @nestjs/schedule over 3 processes', () =>
   it('a 2.5 s job on a 1 s schedule never runs twice at once; every fire either runs or is counted as skipped, and each fire skipped while it runs gets one line', async () => {
     const client = redis();
     const prefix = uniquePrefix('cron-long');
-    const instances = await fleet(prefix, [{ id: 'long', kind: 'cron-below', holdAtLeastMs: null, runMs: 2_500 }], [0, 0, 0]);
+    const instances = await fleet(
+      prefix,
+      [{ id: 'long', kind: 'cron-below', holdAtLeastMs: null, runMs: 2_500 }],
+      [0, 0, 0],
+    );
     await sleep(8_000);
     const reports = reportsOf(await Promise.all(instances.map((i) => i.report())), 'long');
     await Promise.all(instances.map((i) => i.stop()));
@@ -175,7 +208,12 @@ describe('@ScheduledLock with the real @nestjs/schedule over 3 processes', () =>
     expect(runs + busy).toBeGreaterThanOrEqual(18);
     // The instance that took a fire while the job ran says so, once for that fire, naming who runs it.
     const lines = reports.flatMap((r) => r.logs);
-    const stillGoing = lines.map((l) => /fire (\S+) of "job:long" skipped: the previous run is still going \((on this instance|on \S+ pid \d+)/.exec(l)?.[1]);
+    const stillGoing = lines.map(
+      (l) =>
+        /fire (\S+) of "job:long" skipped: the previous run is still going \((on this instance|on \S+ pid \d+)/.exec(
+          l,
+        )?.[1],
+    );
     expect(stillGoing.filter((fire) => fire === undefined)).toEqual([]);
     expect(stillGoing.length).toBeGreaterThanOrEqual(2);
     expect(new Set(stillGoing).size).toBe(stillGoing.length);
@@ -185,7 +223,12 @@ describe('@ScheduledLock with the real @nestjs/schedule over 3 processes', () =>
   it('the instance running a job is SIGKILLed: the lock frees at its lease and a later fire runs on another instance', async () => {
     const client = redis();
     const prefix = uniquePrefix('cron-kill');
-    const instances = await fleet(prefix, [{ id: 'kill', kind: 'cron-above', holdAtLeastMs: null, runMs: 5_000 }], [0, 0, 0], 1_500);
+    const instances = await fleet(
+      prefix,
+      [{ id: 'kill', kind: 'cron-above', holdAtLeastMs: null, runMs: 5_000 }],
+      [0, 0, 0],
+      1_500,
+    );
     await until(async () => Number(await client.get(`${prefix}kill:running`)) === 1, 5_000, 'a run to start');
     const fires = async () => (await client.smembers(`${prefix}kill:fires`)).length;
     const before = await fires();

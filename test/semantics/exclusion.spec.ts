@@ -12,7 +12,9 @@ describe.each(STORE_KINDS)('exclusion (%s store)', (kind) => {
     const b = worlds.engine();
     const counter = new SlowCounter();
     await Promise.all(
-      Array.from({ length: 30 }, (_, i) => (i % 2 ? a : b).withLock('counter', () => counter.increment(), { waitTimeoutMs: 10_000 })),
+      Array.from({ length: 30 }, (_, i) =>
+        (i % 2 ? a : b).withLock('counter', () => counter.increment(), { waitTimeoutMs: 10_000 }),
+      ),
     );
     expect(counter.value).toBe(30);
 

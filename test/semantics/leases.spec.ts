@@ -173,7 +173,7 @@ describe.each(STORE_KINDS)('leases, fencing and administration (%s store)', (kin
     await next!.release();
   });
 
-  it('forceRelease frees the lock whoever holds it, aborts the holder\'s signal and lets a waiter in', async () => {
+  it("forceRelease frees the lock whoever holds it, aborts the holder's signal and lets a waiter in", async () => {
     const a = worlds.engine();
     const b = worlds.engine();
     const held = await a.acquire('k', { leaseMs: 300 });

@@ -115,7 +115,11 @@ export class LockWorlds {
   async wakeUps(key: string): Promise<string[]> {
     const seen: string[] = [];
     if (this.kind === 'memory') {
-      const listener = { onWakeUp: (w: unknown) => seen.push(typeof w === 'string' ? w : (w as { waiterId: string }).waiterId), onError: () => undefined, stopped: false };
+      const listener = {
+        onWakeUp: (w: unknown) => seen.push(typeof w === 'string' ? w : (w as { waiterId: string }).waiterId),
+        onError: () => undefined,
+        stopped: false,
+      };
       const stop = this.world.listen(this.prefix, key, listener);
       this.kit.add(async () => stop());
       return seen;
@@ -197,7 +201,8 @@ class MastersOfBlock {
   }
 
   get urls(): string[] {
-    if (this.started.length === 0) throw new Error('the masters of this describe block did not start (see its beforeAll)');
+    if (this.started.length === 0)
+      throw new Error('the masters of this describe block did not start (see its beforeAll)');
     return this.started.map((r) => r.url);
   }
 

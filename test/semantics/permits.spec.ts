@@ -54,7 +54,9 @@ describe.each(PERMIT_KINDS)('semaphores (%s store)', (kind) => {
       inside--;
       ran++;
     };
-    await Promise.all(Array.from({ length: 12 }, (_, i) => engines[i % 3].withPermit('k', run, { limit: 3, waitTimeoutMs: 20_000 })));
+    await Promise.all(
+      Array.from({ length: 12 }, (_, i) => engines[i % 3].withPermit('k', run, { limit: 3, waitTimeoutMs: 20_000 })),
+    );
     expect(ran).toBe(12);
     expect(most).toBeLessThanOrEqual(3);
     expect(most).toBeGreaterThanOrEqual(2);
@@ -92,40 +94,49 @@ describe.each(PERMIT_KINDS)('semaphores (%s store)', (kind) => {
     expect(await a.inspectPermits('k')).toBeNull();
   });
 
-  it.each([false, true])('a release wakes exactly as many waiters as permits it freed, never all of them (fair: %s): wake-ups counted on the channel', async (fair) => {
-    const [a, b, c] = [worlds.engine(), worlds.engine(), worlds.engine()];
-    const options = { limit: 3, leaseMs: 10_000, waitTimeoutMs: 30_000, fair };
-    const held = [await a.acquirePermit('k', options), await a.acquirePermit('k', options), await a.acquirePermit('k', options)];
-    const wakeUps = await worlds.wakeUps('k');
-    const waiters: Tracked<PermitHandle>[] = [];
-    for (const engine of [b, c, b, c, b]) waiters.push(await waiting(engine, () => engine.acquirePermit('k', options)));
-    const granted = () => waiters.filter((w) => w.settled).length;
-    await sleep(300);
-    expect(wakeUps).toEqual([]); // registering, and the heartbeats of 5 waiters, wake nobody while every permit is taken
-    // One permit freed: one wake-up, one grant.
-    await held[0].release();
-    await until(() => granted() === 1, 5_000, 'a waiter to get the freed permit');
-    await sleep(300);
-    expect([wakeUps.length, granted()]).toEqual([1, 1]);
-    // Two freed at once (the limit raised from 3 to 5): two wake-ups, two grants, the last two waiters still wait.
-    expect(await a.setPermitLimit('k', 5)).toBe(3);
-    await until(() => granted() === 3, 5_000, 'two waiters to get the two new permits');
-    await sleep(300);
-    expect([wakeUps.length, granted()]).toEqual([3, 3]);
-    expect(new Set(wakeUps).size).toBe(3); // three different waiters, each woken once
-    expect(await a.inspectPermits('k')).toMatchObject({ used: 5, waiting: 2 });
-    for (const permit of held.slice(1)) expect(await permit.release()).toBe(true);
-    await Promise.all(waiters.map(async (w) => expect(await (await w.promise).release()).toBe(true)));
-    expect(await a.inspectPermits('k')).toMatchObject({ used: 0, waiting: 0 });
-    await worlds.dropKeys(); // the limit setPermitLimit keeps for a day
-  });
+  it.each([false, true])(
+    'a release wakes exactly as many waiters as permits it freed, never all of them (fair: %s): wake-ups counted on the channel',
+    async (fair) => {
+      const [a, b, c] = [worlds.engine(), worlds.engine(), worlds.engine()];
+      const options = { limit: 3, leaseMs: 10_000, waitTimeoutMs: 30_000, fair };
+      const held = [
+        await a.acquirePermit('k', options),
+        await a.acquirePermit('k', options),
+        await a.acquirePermit('k', options),
+      ];
+      const wakeUps = await worlds.wakeUps('k');
+      const waiters: Tracked<PermitHandle>[] = [];
+      for (const engine of [b, c, b, c, b])
+        waiters.push(await waiting(engine, () => engine.acquirePermit('k', options)));
+      const granted = () => waiters.filter((w) => w.settled).length;
+      await sleep(300);
+      expect(wakeUps).toEqual([]); // registering, and the heartbeats of 5 waiters, wake nobody while every permit is taken
+      // One permit freed: one wake-up, one grant.
+      await held[0].release();
+      await until(() => granted() === 1, 5_000, 'a waiter to get the freed permit');
+      await sleep(300);
+      expect([wakeUps.length, granted()]).toEqual([1, 1]);
+      // Two freed at once (the limit raised from 3 to 5): two wake-ups, two grants, the last two waiters still wait.
+      expect(await a.setPermitLimit('k', 5)).toBe(3);
+      await until(() => granted() === 3, 5_000, 'two waiters to get the two new permits');
+      await sleep(300);
+      expect([wakeUps.length, granted()]).toEqual([3, 3]);
+      expect(new Set(wakeUps).size).toBe(3); // three different waiters, each woken once
+      expect(await a.inspectPermits('k')).toMatchObject({ used: 5, waiting: 2 });
+      for (const permit of held.slice(1)) expect(await permit.release()).toBe(true);
+      await Promise.all(waiters.map(async (w) => expect(await (await w.promise).release()).toBe(true)));
+      expect(await a.inspectPermits('k')).toMatchObject({ used: 0, waiting: 0 });
+      await worlds.dropKeys(); // the limit setPermitLimit keeps for a day
+    },
+  );
 
   it.each([1, 2])('fair: true serves waiters in arrival order (limit %i)', async (limit) => {
     const engines = [worlds.engine(), worlds.engine()];
     const options = { limit, leaseMs: 10_000, waitTimeoutMs: 30_000, fair: true };
     const inHand = await Promise.all(Array.from({ length: limit }, () => engines[0].acquirePermit('k', options)));
     const waiters: Tracked<PermitHandle>[] = [];
-    for (let i = 0; i < 5; i++) waiters.push(await waiting(engines[i % 2], () => engines[i % 2].acquirePermit('k', options)));
+    for (let i = 0; i < 5; i++)
+      waiters.push(await waiting(engines[i % 2], () => engines[i % 2].acquirePermit('k', options)));
     const served = () => waiters.flatMap((w, i) => (w.settled ? [i] : []));
     // One permit freed at a time (the oldest first): each time, the next waiter in arrival order gets it.
     for (let n = 1; n <= waiters.length; n++) {
@@ -232,7 +243,9 @@ describe.each(PERMIT_KINDS)('semaphores (%s store)', (kind) => {
         const nested = await rejectionOf(a.withPermit('one', () => 'never', { limit: 1, waitTimeoutMs: 10_000 }));
         expect(nested).toBeInstanceOf(PermitDeadlockError);
         expect(nested).toMatchObject({ key: 'one', limit: 1, held: 1 });
-        expect(await rejectionOf(a.acquirePermit('one', { limit: 1, waitTimeoutMs: 10_000 }))).toBeInstanceOf(PermitDeadlockError);
+        expect(await rejectionOf(a.acquirePermit('one', { limit: 1, waitTimeoutMs: 10_000 }))).toBeInstanceOf(
+          PermitDeadlockError,
+        );
         expect(performance.now() - startedAt).toBeLessThan(2_000);
       },
       { limit: 1 },
@@ -244,7 +257,9 @@ describe.each(PERMIT_KINDS)('semaphores (%s store)', (kind) => {
           'two',
           async (inner) => {
             expect((await a.inspectPermits('two'))?.used).toBe(2);
-            expect(await rejectionOf(a.withPermit('two', () => 0, { limit: 2, waitTimeoutMs: 10_000 }))).toBeInstanceOf(PermitDeadlockError);
+            expect(await rejectionOf(a.withPermit('two', () => 0, { limit: 2, waitTimeoutMs: 10_000 }))).toBeInstanceOf(
+              PermitDeadlockError,
+            );
             return inner.isHeld && outer.isHeld && inner.token !== outer.token;
           },
           { limit: 2 },
@@ -262,7 +277,10 @@ describe.each(PERMIT_KINDS)('semaphores (%s store)', (kind) => {
       'raised',
       async () => {
         expect(await b.setPermitLimit('raised', 2)).toBe(1); // a still remembers the limit 1 of its own grant
-        return a.withPermit('raised', async (inner) => inner.isHeld && (await a.inspectPermits('raised'))?.used === 2, { limit: 1, waitTimeoutMs: 10_000 });
+        return a.withPermit('raised', async (inner) => inner.isHeld && (await a.inspectPermits('raised'))?.used === 2, {
+          limit: 1,
+          waitTimeoutMs: 10_000,
+        });
       },
       { limit: 1 },
     );
@@ -276,10 +294,14 @@ describe.each(PERMIT_KINDS)('semaphores (%s store)', (kind) => {
       Promise.all(
         [0, 60, 120].map(async (delay) => {
           await sleep(delay);
-          return a.withPermit('sib', async () => {
-            await sleep(250);
-            return 'ran';
-          }, { limit: 2, waitTimeoutMs: 10_000 });
+          return a.withPermit(
+            'sib',
+            async () => {
+              await sleep(250);
+              return 'ran';
+            },
+            { limit: 2, waitTimeoutMs: 10_000 },
+          );
         }),
       ),
     );
@@ -319,7 +341,10 @@ describe.each(PERMIT_KINDS)('semaphores (%s store)', (kind) => {
     let ran = false;
     await refused(b.acquirePermit('lock', permit), 'lock');
     await refused(b.tryAcquirePermit('lock', permit), 'lock');
-    await refused(b.withPermit('lock', () => (ran = true), permit), 'lock');
+    await refused(
+      b.withPermit('lock', () => (ran = true), permit),
+      'lock',
+    );
     await refused(b.inspectPermits('lock'), 'lock');
     await refused(b.setPermitLimit('lock', 3), 'lock');
     await refused(b.forceReleasePermits('lock'), 'lock');
@@ -329,7 +354,10 @@ describe.each(PERMIT_KINDS)('semaphores (%s store)', (kind) => {
     const semaphoreBefore = still(await a.inspectPermits('sem'));
     await refused(b.acquire('sem', { waitTimeoutMs: 1_000 }), 'sem');
     await refused(b.tryAcquire('sem', { mode: 'read' }), 'sem');
-    await refused(b.withLock('sem', () => (ran = true), { waitTimeoutMs: 1_000 }), 'sem');
+    await refused(
+      b.withLock('sem', () => (ran = true), { waitTimeoutMs: 1_000 }),
+      'sem',
+    );
     await refused(b.inspect('sem'), 'sem', ['inspectPermits']);
     // The lock's admin release neither frees the permits nor drops the stored limit: it points to the semaphore's own.
     await refused(b.forceRelease('sem'), 'sem', ['forceReleasePermits', 'inspectPermits']);
@@ -370,7 +398,8 @@ describe.each(PERMIT_KINDS)('semaphores (%s store)', (kind) => {
         const askedAt = performance.now();
         // A lease long enough that a loaded machine's stall cannot let it run out (that would be a true loss).
         const permit = await engine.acquirePermit(key, { limit: 2, leaseMs: 1_500 });
-        // The watchdog sends the first renewal leaseMs / 3 after the acquisition was sent: release a few ms either side.
+        // The watchdog sends the first renewal leaseMs / 3 after the acquisition was sent: release a few ms either
+        // side.
         await sleep(Math.max(0, askedAt + 500 + Math.random() * 8 - 4 - performance.now()));
         expect(await permit.release()).toBe(true);
         expect(permit.signal.aborted).toBe(false);
@@ -411,97 +440,146 @@ describe.each(PERMIT_KINDS)('semaphores (%s store)', (kind) => {
     await worlds.dropKeys();
   });
 
-  processIt('a holder whose process dies frees its permit at its lease: a waiter gets it within lease + 1 s', async () => {
-    const a = worlds.engine();
-    const leaseMs = 1_000;
-    const task = { redis: worlds.workerRedis, prefix: worlds.keyPrefix, key: 'k', limit: 1, leaseMs, fair: false, waitTimeoutMs: 10_000 };
-    const holder = worlds.worker({ kind: 'permit', ...task });
-    await holder.next('held', 20_000);
-    const waiter = await waiting(a, () => a.acquirePermit('k', { limit: 1, waitTimeoutMs: 20_000 }));
-    await sleep(leaseMs * 1.5); // renewed while its process lives
-    expect(waiter.settled).toBe(false);
-    await holder.kill('SIGKILL');
-    const killedAt = performance.now();
-    const next = await waiter.promise;
-    expect(waiter.at! - killedAt).toBeLessThan(leaseMs + 1_000);
-    expect(await next.release()).toBe(true);
-  });
-
-  processIt('a holder frozen past its lease (SIGSTOP), its permit untaken meanwhile, learns on thawing that it lost it, and its renewals never grant it again (redis-semaphore 175)', async () => {
-    const a = worlds.engine();
-    const leaseMs = 1_000;
-    // A stored limit keeps the semaphore's state (and the frozen holder's record in it) once its lease ran out, as a
-    // busy semaphore's state lives on: only the lease says whether the permit is held.
-    await a.setPermitLimit('k', 1);
-    const holder = worlds.worker({ kind: 'permit', redis: worlds.workerRedis, prefix: worlds.keyPrefix, key: 'k', limit: 1, leaseMs, fair: false, waitTimeoutMs: 10_000 });
-    const held = await holder.next('held', 20_000);
-    await sleep(leaseMs * 1.5); // renewed (autoExtend) while it runs
-    expect((await a.inspectPermits('k'))?.holders.map((h) => h.fencingToken)).toEqual([held.fencingToken]);
-    process.kill(holder.pid, 'SIGSTOP');
-    await sleep(leaseMs * 2.5);
-    expect(await a.inspectPermits('k')).toMatchObject({ used: 0, holders: [] }); // ran out; nobody took it
-    process.kill(holder.pid, 'SIGCONT');
-    const lost = await holder.next('lost', 5_000);
-    expect(lost).toMatchObject({ error: 'LockLostError', isHeld: false });
-    await sleep(leaseMs); // the renewals the thawed holder's watchdog would send
-    expect(await a.inspectPermits('k')).toMatchObject({ limit: 1, used: 0, holders: [] });
-    const next = await a.tryAcquirePermit('k', { limit: 1 });
-    expect(next?.isHeld).toBe(true);
-    expect(next!.fencingToken).toBeGreaterThan(held.fencingToken);
-    holder.send({ type: 'release' });
-    await holder.next('released', 5_000);
-    expect((await a.inspectPermits('k'))?.holders.map((h) => h.fencingToken)).toEqual([next!.fencingToken]);
-    expect(await next!.release()).toBe(true);
-    await worlds.dropKeys();
-  }, 30_000);
-
-  processIt('a waiter named by a wake-up whose process died is passed over: the next live waiter gets the permit within 1.5 s', async () => {
-    const [a, b] = [worlds.engine(), worlds.engine()];
-    for (const fair of [false, true]) {
-      const key = `k-${String(fair)}`;
-      const held = await a.acquirePermit(key, { limit: 1, leaseMs: 10_000 });
-      const task = { redis: worlds.workerRedis, prefix: worlds.keyPrefix, key, limit: 1, leaseMs: 10_000, fair, waitTimeoutMs: 30_000 };
-      const dead = worlds.worker({ kind: 'permit', ...task });
-      await dead.next('waiting', 20_000);
-      await dead.kill('SIGKILL');
-      const live = await waiting(b, () => b.acquirePermit(key, { limit: 1, fair, waitTimeoutMs: 10_000 }));
-      const releasedAt = performance.now();
-      await held.release();
-      const next = await live.promise;
-      expect(live.at! - releasedAt).toBeLessThan(1_500);
+  processIt(
+    'a holder whose process dies frees its permit at its lease: a waiter gets it within lease + 1 s',
+    async () => {
+      const a = worlds.engine();
+      const leaseMs = 1_000;
+      const task = {
+        redis: worlds.workerRedis,
+        prefix: worlds.keyPrefix,
+        key: 'k',
+        limit: 1,
+        leaseMs,
+        fair: false,
+        waitTimeoutMs: 10_000,
+      };
+      const holder = worlds.worker({ kind: 'permit', ...task });
+      await holder.next('held', 20_000);
+      const waiter = await waiting(a, () => a.acquirePermit('k', { limit: 1, waitTimeoutMs: 20_000 }));
+      await sleep(leaseMs * 1.5); // renewed while its process lives
+      expect(waiter.settled).toBe(false);
+      await holder.kill('SIGKILL');
+      const killedAt = performance.now();
+      const next = await waiter.promise;
+      expect(waiter.at! - killedAt).toBeLessThan(leaseMs + 1_000);
       expect(await next.release()).toBe(true);
-    }
-    // The dead waiters' registrations run out by themselves.
-    await until(async () => (await worlds.keys()).length === 0, 5_000, 'the dead waiters to be gone');
-  });
+    },
+  );
 
-  processIt('a frozen waiter (SIGSTOP) is passed over within a second; thawed, it finds its turn gone, waits again and gets a permit after', async () => {
-    const [a, b] = [worlds.engine(), worlds.engine()];
-    for (const fair of [true, false]) {
-      const key = `k-${String(fair)}`;
-      const held = await a.acquirePermit(key, { limit: 1, leaseMs: 10_000 });
-      const task = { redis: worlds.workerRedis, prefix: worlds.keyPrefix, key, limit: 1, leaseMs: 10_000, fair, waitTimeoutMs: 30_000 };
-      const frozen = worlds.worker({ kind: 'permit', ...task });
-      await frozen.next('waiting', 20_000);
-      process.kill(frozen.pid, 'SIGSTOP');
-      const live = await waiting(b, () => b.acquirePermit(key, { limit: 1, fair, waitTimeoutMs: 10_000 }));
-      const releasedAt = performance.now();
-      await held.release();
-      const next = await live.promise;
-      expect(live.at! - releasedAt).toBeLessThan(1_000);
-      // Thawed while the live waiter holds the only permit: it must not get one too.
-      process.kill(frozen.pid, 'SIGCONT');
-      await sleep(700);
-      expect((await a.inspectPermits(key))?.holders.map((h) => [h.pid, h.fencingToken])).toEqual([[process.pid, next.fencingToken]]);
-      expect(await next.release()).toBe(true);
-      const got = await frozen.next('held', 5_000);
-      expect(got.fencingToken).toBeGreaterThan(next.fencingToken);
-      frozen.send({ type: 'release' });
-      await frozen.next('released', 5_000);
-      await frozen.exited;
-    }
-    expect(await worlds.keys()).toEqual([]);
-  }, 60_000);
+  processIt(
+    'a holder frozen past its lease (SIGSTOP), its permit untaken meanwhile, learns on thawing that it lost it, and its renewals never grant it again (redis-semaphore 175)',
+    async () => {
+      const a = worlds.engine();
+      const leaseMs = 1_000;
+      // A stored limit keeps the semaphore's state (and the frozen holder's record in it) once its lease ran out, as a
+      // busy semaphore's state lives on: only the lease says whether the permit is held.
+      await a.setPermitLimit('k', 1);
+      const holder = worlds.worker({
+        kind: 'permit',
+        redis: worlds.workerRedis,
+        prefix: worlds.keyPrefix,
+        key: 'k',
+        limit: 1,
+        leaseMs,
+        fair: false,
+        waitTimeoutMs: 10_000,
+      });
+      const held = await holder.next('held', 20_000);
+      await sleep(leaseMs * 1.5); // renewed (autoExtend) while it runs
+      expect((await a.inspectPermits('k'))?.holders.map((h) => h.fencingToken)).toEqual([held.fencingToken]);
+      process.kill(holder.pid, 'SIGSTOP');
+      await sleep(leaseMs * 2.5);
+      expect(await a.inspectPermits('k')).toMatchObject({ used: 0, holders: [] }); // ran out; nobody took it
+      process.kill(holder.pid, 'SIGCONT');
+      const lost = await holder.next('lost', 5_000);
+      expect(lost).toMatchObject({ error: 'LockLostError', isHeld: false });
+      await sleep(leaseMs); // the renewals the thawed holder's watchdog would send
+      expect(await a.inspectPermits('k')).toMatchObject({ limit: 1, used: 0, holders: [] });
+      const next = await a.tryAcquirePermit('k', { limit: 1 });
+      expect(next?.isHeld).toBe(true);
+      expect(next!.fencingToken).toBeGreaterThan(held.fencingToken);
+      holder.send({ type: 'release' });
+      await holder.next('released', 5_000);
+      expect((await a.inspectPermits('k'))?.holders.map((h) => h.fencingToken)).toEqual([next!.fencingToken]);
+      expect(await next!.release()).toBe(true);
+      await worlds.dropKeys();
+    },
+    30_000,
+  );
+
+  processIt(
+    'a waiter named by a wake-up whose process died is passed over: the next live waiter gets the permit within 1.5 s',
+    async () => {
+      const [a, b] = [worlds.engine(), worlds.engine()];
+      for (const fair of [false, true]) {
+        const key = `k-${String(fair)}`;
+        const held = await a.acquirePermit(key, { limit: 1, leaseMs: 10_000 });
+        const task = {
+          redis: worlds.workerRedis,
+          prefix: worlds.keyPrefix,
+          key,
+          limit: 1,
+          leaseMs: 10_000,
+          fair,
+          waitTimeoutMs: 30_000,
+        };
+        const dead = worlds.worker({ kind: 'permit', ...task });
+        await dead.next('waiting', 20_000);
+        await dead.kill('SIGKILL');
+        const live = await waiting(b, () => b.acquirePermit(key, { limit: 1, fair, waitTimeoutMs: 10_000 }));
+        const releasedAt = performance.now();
+        await held.release();
+        const next = await live.promise;
+        expect(live.at! - releasedAt).toBeLessThan(1_500);
+        expect(await next.release()).toBe(true);
+      }
+      // The dead waiters' registrations run out by themselves.
+      await until(async () => (await worlds.keys()).length === 0, 5_000, 'the dead waiters to be gone');
+    },
+  );
+
+  processIt(
+    'a frozen waiter (SIGSTOP) is passed over within a second; thawed, it finds its turn gone, waits again and gets a permit after',
+    async () => {
+      const [a, b] = [worlds.engine(), worlds.engine()];
+      for (const fair of [true, false]) {
+        const key = `k-${String(fair)}`;
+        const held = await a.acquirePermit(key, { limit: 1, leaseMs: 10_000 });
+        const task = {
+          redis: worlds.workerRedis,
+          prefix: worlds.keyPrefix,
+          key,
+          limit: 1,
+          leaseMs: 10_000,
+          fair,
+          waitTimeoutMs: 30_000,
+        };
+        const frozen = worlds.worker({ kind: 'permit', ...task });
+        await frozen.next('waiting', 20_000);
+        process.kill(frozen.pid, 'SIGSTOP');
+        const live = await waiting(b, () => b.acquirePermit(key, { limit: 1, fair, waitTimeoutMs: 10_000 }));
+        const releasedAt = performance.now();
+        await held.release();
+        const next = await live.promise;
+        expect(live.at! - releasedAt).toBeLessThan(1_000);
+        // Thawed while the live waiter holds the only permit: it must not get one too.
+        process.kill(frozen.pid, 'SIGCONT');
+        await sleep(700);
+        expect((await a.inspectPermits(key))?.holders.map((h) => [h.pid, h.fencingToken])).toEqual([
+          [process.pid, next.fencingToken],
+        ]);
+        expect(await next.release()).toBe(true);
+        const got = await frozen.next('held', 5_000);
+        expect(got.fencingToken).toBeGreaterThan(next.fencingToken);
+        frozen.send({ type: 'release' });
+        await frozen.next('released', 5_000);
+        await frozen.exited;
+      }
+      expect(await worlds.keys()).toEqual([]);
+    },
+    60_000,
+  );
 
   it('inspectPermits: limit, used, each holder (owner, host, pid, app, lease left), waiting, the last fencing token', async () => {
     const [a, b] = [worlds.engine({ appName: 'permits-a' }), worlds.engine({ appName: 'permits-b' })];
@@ -509,8 +587,15 @@ describe.each(PERMIT_KINDS)('semaphores (%s store)', (kind) => {
     const owners = new Map<number, string>();
     for (const engine of [a, b]) engine.on('acquired', (e) => owners.set(e.fencingToken, e.owner));
     const options = { limit: 3, leaseMs: 5_000, waitTimeoutMs: 20_000 };
-    const held = [await a.acquirePermit('k', options), await b.acquirePermit('k', options), await b.acquirePermit('k', options)];
-    const waiters = [await waiting(a, () => a.acquirePermit('k', options)), await waiting(b, () => b.acquirePermit('k', { ...options, fair: true }))];
+    const held = [
+      await a.acquirePermit('k', options),
+      await b.acquirePermit('k', options),
+      await b.acquirePermit('k', options),
+    ];
+    const waiters = [
+      await waiting(a, () => a.acquirePermit('k', options)),
+      await waiting(b, () => b.acquirePermit('k', { ...options, fair: true })),
+    ];
     const info = await a.inspectPermits('k');
     expect(info).toMatchObject({ key: 'k', limit: 3, used: 3, waiting: 2, fencingToken: held[2].fencingToken });
     const holders = [...(info?.holders ?? [])].sort((x, y) => x.fencingToken - y.fencingToken);
@@ -520,7 +605,13 @@ describe.each(PERMIT_KINDS)('semaphores (%s store)', (kind) => {
       [held[2].fencingToken, owners.get(held[2].fencingToken), 'permits-b'],
     ]);
     for (const holder of holders) {
-      expect(holder).toMatchObject({ mode: 'write', host: hostname(), pid: process.pid, holdCount: 1, finished: false });
+      expect(holder).toMatchObject({
+        mode: 'write',
+        host: hostname(),
+        pid: process.pid,
+        holdCount: 1,
+        finished: false,
+      });
       expect(holder.remainingLeaseMs).toBeGreaterThan(0);
       expect(holder.remainingLeaseMs).toBeLessThanOrEqual(5_000);
     }

@@ -116,7 +116,9 @@ describe('RedisLockTestingModule', () => {
     expect(await counters.value('1')).toBe(N);
     await Promise.all(Array.from({ length: N }, () => counters.incrementWithLock('2')));
     expect(await counters.value('2')).toBe(N);
-    const responses = await Promise.all(Array.from({ length: N }, () => request(app.getHttpServer()).post('/counters/3')));
+    const responses = await Promise.all(
+      Array.from({ length: N }, () => request(app.getHttpServer()).post('/counters/3')),
+    );
     expect(responses.map((r) => r.status)).toEqual(Array(N).fill(201));
     expect(responses.map((r) => (r.body as { value: number }).value).sort((x, y) => x - y)).toEqual(
       Array.from({ length: N }, (_, i) => i + 1),
@@ -132,7 +134,11 @@ describe('RedisLockTestingModule', () => {
     const locks = app.get(LockService);
     const release = deferred();
     const holding = counters.holdFor('9', release.promise);
-    await until(async () => (await locks.inspect('counter:9'))?.mode === 'write', 2_000, 'the decorated method to hold its lock');
+    await until(
+      async () => (await locks.inspect('counter:9'))?.mode === 'write',
+      2_000,
+      'the decorated method to hold its lock',
+    );
     const busy = await request(app.getHttpServer()).post('/counters/9/quick');
     expect(busy.status).toBe(409);
     expect(busy.body).toMatchObject({ key: 'counter:9' });
@@ -147,7 +153,9 @@ describe('RedisLockTestingModule', () => {
     const world = new MemoryLockWorld();
     const first = await kit.startApp({ imports: [RedisLockTestingModule.forRoot({ world })] });
     const second = await kit.startApp({ imports: [RedisLockTestingModule.forRoot({ world })] });
-    const elsewhere = await kit.startApp({ imports: [RedisLockTestingModule.forRoot({ world: new MemoryLockWorld() })] });
+    const elsewhere = await kit.startApp({
+      imports: [RedisLockTestingModule.forRoot({ world: new MemoryLockWorld() })],
+    });
     const held = await first.get(LockService).acquire('report');
     expect(await second.get(LockService).tryAcquire('report')).toBeNull();
     expect((await second.get(LockService).inspect('report'))?.holders).toHaveLength(1);
@@ -167,7 +175,15 @@ describe('RedisLockTestingModule', () => {
     @Module({ providers: [Reports], exports: [Reports] })
     class ReportsModule {}
     const app = await kit.startApp({
-      imports: [RedisLockTestingModule.forRoot({ isGlobal: true, keyPrefix: 'reports:', waitTimeoutMs: 30, world: new MemoryLockWorld() }), ReportsModule],
+      imports: [
+        RedisLockTestingModule.forRoot({
+          isGlobal: true,
+          keyPrefix: 'reports:',
+          waitTimeoutMs: 30,
+          world: new MemoryLockWorld(),
+        }),
+        ReportsModule,
+      ],
     });
     const { locks } = app.get(Reports);
     const held = await locks.acquire('weekly');

@@ -86,7 +86,9 @@ describe.each(STORE_KINDS)('waiting (%s store)', (kind) => {
     const w = await writer.promise;
     expect(writer.at! - releasedAt).toBeLessThan(1_000);
 
-    const readers = Array.from({ length: 6 }, (_, i) => track((i % 2 ? a : b).acquire('k', { mode: 'read', waitTimeoutMs: 3_000 })));
+    const readers = Array.from({ length: 6 }, (_, i) =>
+      track((i % 2 ? a : b).acquire('k', { mode: 'read', waitTimeoutMs: 3_000 })),
+    );
     await waiting(a, 'k', 6);
     await sleep(50);
     expect(readers.some((r) => r.settled)).toBe(false);

@@ -6,7 +6,11 @@ export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
  * The one polling helper: checks `check` every 5 ms until it returns true; throws after `timeoutMs` naming `what`.
  * Use it to wait for state the test can see (instead of sleeping and hoping).
  */
-export async function until(check: () => boolean | Promise<boolean>, timeoutMs = 3_000, what = 'condition'): Promise<void> {
+export async function until(
+  check: () => boolean | Promise<boolean>,
+  timeoutMs = 3_000,
+  what = 'condition',
+): Promise<void> {
   const end = performance.now() + timeoutMs;
   while (!(await check())) {
     if (performance.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
@@ -22,7 +26,11 @@ export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T)
 }
 
 /** Tracks whether a promise has settled, without consuming its rejection. */
-export function track<T>(promise: Promise<T>): { readonly settled: boolean; readonly at: number | undefined; readonly promise: Promise<T> } {
+export function track<T>(promise: Promise<T>): {
+  readonly settled: boolean;
+  readonly at: number | undefined;
+  readonly promise: Promise<T>;
+} {
   const state = { settled: false, at: undefined as number | undefined, promise };
   const done = () => {
     state.settled = true;

@@ -21,7 +21,9 @@ export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 /** Chromium, headless. Fails (never skips) when it is not installed: CI installs it in .ci/run. */
 export async function launchChromium(): Promise<Browser> {
   if (!existsSync(CHROMIUM)) {
-    throw new Error(`Chromium is not installed at ${CHROMIUM}: the lock board's browser tests need it (apt-get install chromium; .ci/run does)`);
+    throw new Error(
+      `Chromium is not installed at ${CHROMIUM}: the lock board's browser tests need it (apt-get install chromium; .ci/run does)`,
+    );
   }
   return chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
 }
@@ -40,7 +42,9 @@ export interface BoardAppOptions {
   readonly keyPrefix: string;
   readonly lockOptions?: Partial<RedisLockModuleOptions>;
   readonly board?: LockBoardModuleOptions;
-  /** The board's module as the test declares it (e.g. `LockBoardModule.forRootAsync(...)`), instead of `forRoot(board)`. */
+  /**
+   * The board's module as the test declares it (e.g. `LockBoardModule.forRootAsync(...)`), instead of `forRoot(board)`.
+   */
   readonly boardModule?: DynamicModule;
   /** Routes left out of the global prefix (default: the test's `ping`). */
   readonly globalPrefixExclude?: GlobalPrefixOptions['exclude'];
@@ -70,7 +74,12 @@ export async function startBoardApp(options: BoardAppOptions): Promise<BoardApp>
       return {
         module: BoardTestModule,
         imports: [
-          RedisLockModule.forRoot({ redis: options.redis, keyPrefix: options.keyPrefix, ...options.lockOptions, isGlobal: true }),
+          RedisLockModule.forRoot({
+            redis: options.redis,
+            keyPrefix: options.keyPrefix,
+            ...options.lockOptions,
+            isGlobal: true,
+          }),
           options.boardModule ?? LockBoardModule.forRoot(options.board ?? {}),
         ],
         controllers: [PingController],
@@ -80,11 +89,15 @@ export async function startBoardApp(options: BoardAppOptions): Promise<BoardApp>
   let app: INestApplication;
   if (options.platform === 'fastify') {
     const { FastifyAdapter } = await import('@nestjs/platform-fastify');
-    app = await NestFactory.create(BoardTestModule.create(), new FastifyAdapter(), { logger: options.logger ?? false, abortOnError: false });
+    app = await NestFactory.create(BoardTestModule.create(), new FastifyAdapter(), {
+      logger: options.logger ?? false,
+      abortOnError: false,
+    });
   } else {
     app = await NestFactory.create(BoardTestModule.create(), { logger: options.logger ?? false, abortOnError: false });
   }
-  if (options.globalPrefix) app.setGlobalPrefix(options.globalPrefix, { exclude: options.globalPrefixExclude ?? ['ping'] });
+  if (options.globalPrefix)
+    app.setGlobalPrefix(options.globalPrefix, { exclude: options.globalPrefixExclude ?? ['ping'] });
   if (options.globalGuards) app.useGlobalGuards(...options.globalGuards);
   await options.configure?.(app);
   app.enableShutdownHooks();
@@ -99,7 +112,10 @@ export async function startBoardApp(options: BoardAppOptions): Promise<BoardApp>
 }
 
 /** A reverse proxy on loopback that serves `target` under `prefix` (e.g. `/ops`) and strips it before forwarding. */
-export async function pathPrefixProxy(target: string, prefix: string): Promise<{ readonly origin: string; close(): Promise<void> }> {
+export async function pathPrefixProxy(
+  target: string,
+  prefix: string,
+): Promise<{ readonly origin: string; close(): Promise<void> }> {
   const to = new URL(target);
   const server = createServer((req, res) => {
     const url = req.url ?? '/';
@@ -108,7 +124,13 @@ export async function pathPrefixProxy(target: string, prefix: string): Promise<{
       return;
     }
     const upstream = request(
-      { host: to.hostname, port: to.port, method: req.method, path: url.slice(prefix.length), headers: { ...req.headers, 'x-forwarded-prefix': prefix } },
+      {
+        host: to.hostname,
+        port: to.port,
+        method: req.method,
+        path: url.slice(prefix.length),
+        headers: { ...req.headers, 'x-forwarded-prefix': prefix },
+      },
       (answer) => {
         res.writeHead(answer.statusCode ?? 502, answer.headers);
         answer.pipe(res);
@@ -121,10 +143,11 @@ export async function pathPrefixProxy(target: string, prefix: string): Promise<{
   const { port } = server.address() as AddressInfo;
   return {
     origin: `http://127.0.0.1:${port}`,
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }
 
@@ -135,9 +158,10 @@ export async function otherOrigin(html: string): Promise<{ readonly origin: stri
   const { port } = server.address() as AddressInfo;
   return {
     origin: `http://127.0.0.1:${port}`,
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }

@@ -23,7 +23,10 @@ export interface InstalledCli {
   readonly project: string;
   /** node_modules/.bin/nest-redis-locks of that project. */
   readonly bin: string;
-  /** Runs the binary with `args`; `env` is added to the environment (REDIS_URL is cleared unless given); `input` is its stdin. */
+  /**
+   * Runs the binary with `args`; `env` is added to the environment (REDIS_URL is cleared unless given); `input` is its
+   * stdin.
+   */
   run(args: readonly string[], env?: NodeJS.ProcessEnv, input?: string): Promise<CliRun>;
   /** Removes the project. */
   remove(): void;
@@ -31,17 +34,34 @@ export interface InstalledCli {
 
 /** Packs the package (dist/ must be built) and installs the tarball offline into a fresh temporary project. */
 export function installPackedCli(): InstalledCli {
-  if (!existsSync(join(ROOT, 'dist/esm/cli/main.js'))) throw new Error('dist/ is missing: run `npm run build` first (npm test does)');
+  if (!existsSync(join(ROOT, 'dist/esm/cli/main.js')))
+    throw new Error('dist/ is missing: run `npm run build` first (npm test does)');
   const project = mkdtempSync(join(tmpdir(), 'nest-redis-locks-cli-'));
-  const packed = spawnSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', project], { cwd: ROOT, encoding: 'utf8' });
+  const packed = spawnSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', project], {
+    cwd: ROOT,
+    encoding: 'utf8',
+  });
   if (packed.status !== 0) throw new Error(`npm pack failed: ${packed.stderr}`);
   const tarball = join(project, (JSON.parse(packed.stdout) as { filename: string }[])[0].filename);
   writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'cli-user', version: '1.0.0', private: true }));
   // Offline: the package has no dependencies of its own; its peer ioredis comes from this repository.
-  const installed = spawnSync('npm', ['install', tarball, '--offline', '--ignore-scripts', '--legacy-peer-deps', '--no-audit', '--no-fund', '--no-package-lock'], {
-    cwd: project,
-    encoding: 'utf8',
-  });
+  const installed = spawnSync(
+    'npm',
+    [
+      'install',
+      tarball,
+      '--offline',
+      '--ignore-scripts',
+      '--legacy-peer-deps',
+      '--no-audit',
+      '--no-fund',
+      '--no-package-lock',
+    ],
+    {
+      cwd: project,
+      encoding: 'utf8',
+    },
+  );
   if (installed.status !== 0) throw new Error(`npm install of the tarball failed: ${installed.stderr}`);
   mkdirSync(join(project, 'node_modules'), { recursive: true });
   symlinkSync(join(ROOT, 'node_modules', 'ioredis'), join(project, 'node_modules', 'ioredis'), 'dir');
@@ -52,7 +72,10 @@ export function installPackedCli(): InstalledCli {
     run: (args, env = {}, input = '') =>
       new Promise((resolve) => {
         const started = performance.now();
-        const child = spawn(bin, args, { cwd: project, env: { ...process.env, NODE_OPTIONS: '', REDIS_URL: '', ...env } });
+        const child = spawn(bin, args, {
+          cwd: project,
+          env: { ...process.env, NODE_OPTIONS: '', REDIS_URL: '', ...env },
+        });
         let stdout = '';
         let stderr = '';
         child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));

@@ -33,7 +33,8 @@ async function waitForPing(host: string, port: number, withinMs: number, exited:
     const gone = exited();
     if (gone) throw new Error(`redis-server at ${host}:${port} exited: ${gone}`);
     if (await answersPing(host, port, 200)) return;
-    if (performance.now() > deadline) throw new Error(`redis-server at ${host}:${port} did not answer PING within ${withinMs} ms`);
+    if (performance.now() > deadline)
+      throw new Error(`redis-server at ${host}:${port} did not answer PING within ${withinMs} ms`);
     await sleep(20);
   }
 }
@@ -304,7 +305,12 @@ export class RedisPartition {
 
   private async build(base: string): Promise<void> {
     const [r, s] = [this.routerNs, this.serverNs];
-    const [hostIf, routerHostIf, routerServerIf, serverIf] = [`${this.id}h`, `${this.id}a`, `${this.id}b`, `${this.id}s`];
+    const [hostIf, routerHostIf, routerServerIf, serverIf] = [
+      `${this.id}h`,
+      `${this.id}a`,
+      `${this.id}b`,
+      `${this.id}s`,
+    ];
     const steps: [string, ...string[]][] = [
       ['ip', 'netns', 'add', r],
       ['ip', 'netns', 'add', s],
@@ -331,8 +337,24 @@ export class RedisPartition {
     // Protected mode would refuse non-loopback clients; this server is reachable from this run's namespaces only.
     const child = spawn(
       'ip',
-      ['netns', 'exec', this.serverNs, this.bin, '--port', String(this.port), '--bind', this.host, '--protected-mode', 'no',
-        '--save', '', '--appendonly', 'no', '--dir', this.dir],
+      [
+        'netns',
+        'exec',
+        this.serverNs,
+        this.bin,
+        '--port',
+        String(this.port),
+        '--bind',
+        this.host,
+        '--protected-mode',
+        'no',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        this.dir,
+      ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     this.child = child;
@@ -345,21 +367,38 @@ export class RedisPartition {
     child.unref();
     for (const stream of [child.stdout, child.stderr]) (stream as unknown as { unref?: () => void }).unref?.();
     await waitForPing(this.host, this.port, 10_000, () =>
-      child.exitCode !== null || child.signalCode !== null ? `${child.exitCode ?? child.signalCode}\n${this.output}` : null,
+      child.exitCode !== null || child.signalCode !== null
+        ? `${child.exitCode ?? child.signalCode}\n${this.output}`
+        : null,
     );
   }
 
   /** Black hole: from now on nothing gets through in either direction, and nobody is told. */
   async cut(): Promise<void> {
     if (this.cutNow) return;
-    for (const dev of this.routerLinks) await run('ip', ['netns', 'exec', this.routerNs, 'tc', 'qdisc', 'add', 'dev', dev, 'root', 'pfifo', 'limit', '0']);
+    for (const dev of this.routerLinks)
+      await run('ip', [
+        'netns',
+        'exec',
+        this.routerNs,
+        'tc',
+        'qdisc',
+        'add',
+        'dev',
+        dev,
+        'root',
+        'pfifo',
+        'limit',
+        '0',
+      ]);
     this.cutNow = true;
   }
 
   /** Lets traffic through again; open connections carry on where they stopped. */
   async heal(): Promise<void> {
     if (!this.cutNow) return;
-    for (const dev of this.routerLinks) await run('ip', ['netns', 'exec', this.routerNs, 'tc', 'qdisc', 'del', 'dev', dev, 'root']);
+    for (const dev of this.routerLinks)
+      await run('ip', ['netns', 'exec', this.routerNs, 'tc', 'qdisc', 'del', 'dev', dev, 'root']);
     this.cutNow = false;
   }
 

@@ -68,7 +68,11 @@ export class LockTestKit {
 
   /** A second engine on the same Redis and key prefix as `engine`, like another process of the same app. */
   peer(engine: LockEngine, options: Partial<LockEngineOptions> = {}): LockEngine {
-    return this.engine({ redis: this.redisOf.get(engine) ?? redisUrl(), keyPrefix: engine.settings.keyPrefix, ...options });
+    return this.engine({
+      redis: this.redisOf.get(engine) ?? redisUrl(),
+      keyPrefix: engine.settings.keyPrefix,
+      ...options,
+    });
   }
 
   /** A plain ioredis client, e.g. to look at what the locks left in Redis. */
@@ -95,7 +99,10 @@ export class LockTestKit {
     return store;
   }
 
-  /** A private redis-server (so command counts and DBSIZE are not shared with parallel tests), stopped last; `args` are added to its command line. */
+  /**
+   * A private redis-server (so command counts and DBSIZE are not shared with parallel tests), stopped last; `args` are
+   * added to its command line.
+   */
   async server(args: readonly string[] = []): Promise<RedisServerProcess> {
     const server = await startRedisServer({ args: [...args] });
     this.servers.push(server);
@@ -118,7 +125,10 @@ export class LockTestKit {
    * `app` on a private redis-server, with an admin client on it: for tests that count the commands the app sent
    * (`scriptCalls(await commandStats(admin))` after `admin.config('RESETSTAT')`).
    */
-  async isolatedApp(metadata: ModuleMetadata, options: Partial<RedisLockModuleOptions> = {}): Promise<LockTestApp & { readonly admin: Redis }> {
+  async isolatedApp(
+    metadata: ModuleMetadata,
+    options: Partial<RedisLockModuleOptions> = {},
+  ): Promise<LockTestApp & { readonly admin: Redis }> {
     const server = await this.server();
     const t = await this.app(metadata, { ...options, redis: server.url });
     const admin = this.redis(server.url);
@@ -164,7 +174,8 @@ export class LockTestKit {
     try {
       for (const close of this.closers.splice(0).reverse()) await close();
       const leftovers: string[] = [];
-      for (const { world, prefix } of this.worlds.splice(0)) leftovers.push(...world.keys(prefix).map((k) => `memory:${k}`));
+      for (const { world, prefix } of this.worlds.splice(0))
+        leftovers.push(...world.keys(prefix).map((k) => `memory:${k}`));
       for (const { url, prefix } of this.prefixes.splice(0)) {
         const client = new Redis(url, { maxRetriesPerRequest: 2 });
         try {
@@ -193,8 +204,15 @@ export { commandStats, keysUnder, redisUrl, uniquePrefix, withoutHarness } from 
  * The lease expiry Redis keeps for `token` (ms, Redis time): its score in the leases set, or, when the lock is in its
  * single-holder form (no leases set), the state key's own expiry.
  */
-export async function leaseExpiry(redis: Redis, names: { state: string; leases: string }, token: string): Promise<number | null> {
-  const [[, score], [, at]] = (await redis.multi().zscore(names.leases, token).pexpiretime(names.state).exec()) as [[null, string | null], [null, number]];
+export async function leaseExpiry(
+  redis: Redis,
+  names: { state: string; leases: string },
+  token: string,
+): Promise<number | null> {
+  const [[, score], [, at]] = (await redis.multi().zscore(names.leases, token).pexpiretime(names.state).exec()) as [
+    [null, string | null],
+    [null, number],
+  ];
   if (score !== null) return Number(score);
   return at > 0 ? at : null;
 }

@@ -36,7 +36,11 @@ export async function compileOrCleanUp(metadata: ModuleMetadata): Promise<Testin
 
 /** Waits until `key` is free in Redis (the release after a response is sent may still be in flight). */
 export function waitUntilFree(locks: LockService, key: string, withinMs = 500): Promise<void> {
-  return until(async () => (await locks.inspect(key)) === null, withinMs, `lock "${key}" to be free after the response`);
+  return until(
+    async () => (await locks.inspect(key)) === null,
+    withinMs,
+    `lock "${key}" to be free after the response`,
+  );
 }
 
 /** Every Redis key the app's locks left under its prefix. */

@@ -79,15 +79,27 @@ export class NodeProcess {
     for (const stream of [child.stdout, child.stderr]) (stream as unknown as { unref?: () => void } | null)?.unref?.();
   }
 
-  /** Spawns `bin args`, hands the process to `track` at once (for cleanup), and resolves once it answers PING on `port`. */
-  static async start(role: string, port: number, bin: string, args: readonly string[], track: (node: NodeProcess) => void): Promise<NodeProcess> {
+  /**
+   * Spawns `bin args`, hands the process to `track` at once (for cleanup), and resolves once it answers PING on `port`.
+   */
+  static async start(
+    role: string,
+    port: number,
+    bin: string,
+    args: readonly string[],
+    track: (node: NodeProcess) => void,
+  ): Promise<NodeProcess> {
     const node = new NodeProcess(role, port, spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] }));
     track(node);
     const deadline = performance.now() + 10_000;
     for (;;) {
-      if (node.exited) throw new Error(`${role} on port ${port} exited (${node.child.exitCode ?? node.child.signalCode}):\n${node.output}`);
+      if (node.exited)
+        throw new Error(
+          `${role} on port ${port} exited (${node.child.exitCode ?? node.child.signalCode}):\n${node.output}`,
+        );
       if (await answersPing(HOST, port, 200)) return node;
-      if (performance.now() > deadline) throw new Error(`${role} on port ${port} did not answer PING within 10 s:\n${node.output}`);
+      if (performance.now() > deadline)
+        throw new Error(`${role} on port ${port} did not answer PING within 10 s:\n${node.output}`);
       await sleep(10);
     }
   }
@@ -166,7 +178,9 @@ export async function poll<T>(what: string, timeoutMs: number, check: () => Prom
       last = err;
     }
     if (performance.now() > deadline) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`);
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`,
+      );
     }
     await sleep(50);
   }
@@ -213,32 +227,57 @@ export async function startClusterNodes(
   const ports = await freePorts(2 * count);
   const nodes = ports.slice(0, count).map((port, i) => ({ port, busPort: ports[count + i] }));
   const replicaArgs = options.replicas
-    ? ['--cluster-node-timeout', String(options.nodeTimeoutMs ?? 1_000), '--repl-diskless-sync-delay', '0', '--cluster-replica-validity-factor', '0']
+    ? [
+        '--cluster-node-timeout',
+        String(options.nodeTimeoutMs ?? 1_000),
+        '--repl-diskless-sync-delay',
+        '0',
+        '--cluster-replica-validity-factor',
+        '0',
+      ]
     : [];
   await Promise.all(
     nodes.map(async ({ port, busPort }) => {
       const nodeDir = join(dir, String(port));
       mkdirSync(nodeDir);
-      await NodeProcess.start('cluster node', port, bin, [
-        ...serverArgs(port, nodeDir),
-        '--cluster-enabled', 'yes', '--cluster-config-file', join(nodeDir, 'nodes.conf'), '--cluster-port', String(busPort),
-        ...replicaArgs,
-      ], track);
+      await NodeProcess.start(
+        'cluster node',
+        port,
+        bin,
+        [
+          ...serverArgs(port, nodeDir),
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          join(nodeDir, 'nodes.conf'),
+          '--cluster-port',
+          String(busPort),
+          ...replicaArgs,
+        ],
+        track,
+      );
     }),
   );
   const list = nodes.map(({ port }) => ({ host: HOST, port }));
   await run('redis-cli', [
-    '--cluster', 'create', ...list.map((n) => `${n.host}:${n.port}`),
-    '--cluster-replicas', options.replicas ? '1' : '0', '--cluster-yes',
+    '--cluster',
+    'create',
+    ...list.map((n) => `${n.host}:${n.port}`),
+    '--cluster-replicas',
+    options.replicas ? '1' : '0',
+    '--cluster-yes',
   ]);
   await Promise.all(
     list.map((n) =>
       poll(`cluster_state:ok on ${n.host}:${n.port}`, 15_000, async () => {
         const info = String(await command(n.port, ['CLUSTER', 'INFO']));
-        if (!/^cluster_state:ok\r?$/m.test(info) || !new RegExp(`^cluster_known_nodes:${count}\r?$`, 'm').test(info)) return undefined;
+        if (!/^cluster_state:ok\r?$/m.test(info) || !new RegExp(`^cluster_known_nodes:${count}\r?$`, 'm').test(info))
+          return undefined;
         const replication = String(await command(n.port, ['INFO', 'replication']));
         // A replica counts once its link to its master is up (a master has no such line).
-        return /^role:master\r?$/m.test(replication) || /^master_link_status:up\r?$/m.test(replication) ? true : undefined;
+        return /^role:master\r?$/m.test(replication) || /^master_link_status:up\r?$/m.test(replication)
+          ? true
+          : undefined;
       }),
     ),
   );

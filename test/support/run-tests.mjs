@@ -27,7 +27,8 @@ const child = spawn(process.execPath, [jestBin, '--json', `--outputFile=${summar
   stdio: 'inherit',
   env: {
     ...process.env,
-    NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --experimental-vm-modules --disable-warning=ExperimentalWarning`.trim(),
+    NODE_OPTIONS:
+      `${process.env.NODE_OPTIONS ?? ''} --experimental-vm-modules --disable-warning=ExperimentalWarning`.trim(),
   },
 });
 const stop = async () => {

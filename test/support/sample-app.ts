@@ -46,9 +46,24 @@ export interface SampleInstance {
   output(): string;
 }
 
-/** Starts the sample app on `port` against `redisUrl`; `env` adds to (or, with `undefined`, removes from) the environment. */
-export function startSampleInstance(port: number, redisUrl: string, env: Record<string, string | undefined> = {}): SampleInstance {
-  const merged: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), REDIS_URL: redisUrl, NODE_OPTIONS: '', BOARD_TOKEN: undefined, BOARD_ACTIONS: undefined, ...env };
+/**
+ * Starts the sample app on `port` against `redisUrl`; `env` adds to (or, with `undefined`, removes from) the
+ * environment.
+ */
+export function startSampleInstance(
+  port: number,
+  redisUrl: string,
+  env: Record<string, string | undefined> = {},
+): SampleInstance {
+  const merged: NodeJS.ProcessEnv = {
+    ...process.env,
+    PORT: String(port),
+    REDIS_URL: redisUrl,
+    NODE_OPTIONS: '',
+    BOARD_TOKEN: undefined,
+    BOARD_ACTIONS: undefined,
+    ...env,
+  };
   for (const [name, value] of Object.entries(merged)) if (value === undefined) delete merged[name];
   const child = spawn(process.execPath, [MAIN], { cwd: ROOT, env: merged, stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
@@ -65,7 +80,9 @@ export async function waitUntilAnswering(instance: SampleInstance, withinMs = 20
   const deadline = Date.now() + withinMs;
   for (;;) {
     if (instance.child.exitCode !== null || instance.child.signalCode !== null) {
-      throw new Error(`sample app at ${instance.url} exited (${instance.child.exitCode ?? instance.child.signalCode}):\n${instance.output()}`);
+      throw new Error(
+        `sample app at ${instance.url} exited (${instance.child.exitCode ?? instance.child.signalCode}):\n${instance.output()}`,
+      );
     }
     try {
       const res = await fetch(`${instance.url}/locks/ready-check`);
@@ -76,7 +93,8 @@ export async function waitUntilAnswering(instance: SampleInstance, withinMs = 20
     } catch {
       // not listening yet
     }
-    if (Date.now() > deadline) throw new Error(`sample app at ${instance.url} did not answer in ${withinMs} ms:\n${instance.output()}`);
+    if (Date.now() > deadline)
+      throw new Error(`sample app at ${instance.url} did not answer in ${withinMs} ms:\n${instance.output()}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }

@@ -10,7 +10,17 @@ import { findRedisServer } from '../../tools/redis-server.mjs';
 import { killNow, onExit } from './faults.js';
 import type { FaultResources } from './faults.js';
 import { keysUnder } from './redis.js';
-import { HOST, NodeProcess, closeClient, command, freePorts, poll, run, startClusterNodes, which } from './redis-nodes.js';
+import {
+  HOST,
+  NodeProcess,
+  closeClient,
+  command,
+  freePorts,
+  poll,
+  run,
+  startClusterNodes,
+  which,
+} from './redis-nodes.js';
 import type { NodeAddress } from './redis-nodes.js';
 
 export type { NodeAddress } from './redis-nodes.js';
@@ -145,7 +155,8 @@ export class RedisCluster extends Topology {
   /** Resolves once `master`'s replica acknowledged every write so far (`WAIT 1`); throws if it did not in time. */
   async replicated(master: NodeAddress, timeoutMs = 5_000): Promise<void> {
     const acked = Number(await command(master.port, ['WAIT', 1, timeoutMs], timeoutMs + 1_000));
-    if (acked < 1) throw new Error(`the replica of ${master.host}:${master.port} did not acknowledge within ${timeoutMs} ms`);
+    if (acked < 1)
+      throw new Error(`the replica of ${master.host}:${master.port} did not acknowledge within ${timeoutMs} ms`);
   }
 
   /**
@@ -165,7 +176,10 @@ export class RedisCluster extends Topology {
     const from = await this.masterFor(key);
     if (from.port === to.port) throw new Error(`${key}'s slot is already on ${to.host}:${to.port}`);
     const slot = Number(await command(from.port, ['CLUSTER', 'KEYSLOT', key]));
-    const [fromId, toId] = await Promise.all([command(from.port, ['CLUSTER', 'MYID']), command(to.port, ['CLUSTER', 'MYID'])]);
+    const [fromId, toId] = await Promise.all([
+      command(from.port, ['CLUSTER', 'MYID']),
+      command(to.port, ['CLUSTER', 'MYID']),
+    ]);
     await command(to.port, ['CLUSTER', 'SETSLOT', slot, 'IMPORTING', String(fromId)]);
     await command(from.port, ['CLUSTER', 'SETSLOT', slot, 'MIGRATING', String(toId)]);
     for (;;) {
@@ -176,7 +190,8 @@ export class RedisCluster extends Topology {
     await command(to.port, ['CLUSTER', 'SETSLOT', slot, 'NODE', String(toId)]);
     await command(from.port, ['CLUSTER', 'SETSLOT', slot, 'NODE', String(toId)]);
     for (const m of await this.masters()) {
-      if (m.port !== from.port && m.port !== to.port) await command(m.port, ['CLUSTER', 'SETSLOT', slot, 'NODE', String(toId)]);
+      if (m.port !== from.port && m.port !== to.port)
+        await command(m.port, ['CLUSTER', 'SETSLOT', slot, 'NODE', String(toId)]);
     }
   }
 
@@ -255,7 +270,9 @@ export class RedisCluster extends Topology {
     return found.sort();
   };
 
-  /** Script calls (EVALSHA and EVAL) every live node has served since it started, summed: the library's lock operations. */
+  /**
+   * Script calls (EVALSHA and EVAL) every live node has served since it started, summed: the library's lock operations.
+   */
   async scriptCalls(): Promise<number> {
     let calls = 0;
     for (const n of this.live) calls += (await this.commandCalls(n.port, /^(?:evalsha|eval)$/)) ?? 0;
@@ -272,7 +289,8 @@ export class RedisCluster extends Topology {
   private async commandCalls(port: number, name: RegExp): Promise<number> {
     const stats = String(await command(port, ['INFO', 'commandstats']));
     let calls = 0;
-    for (const [, command2, n] of stats.matchAll(/^cmdstat_([a-z|]+):calls=(\d+)/gm)) if (name.test(command2)) calls += Number(n);
+    for (const [, command2, n] of stats.matchAll(/^cmdstat_([a-z|]+):calls=(\d+)/gm))
+      if (name.test(command2)) calls += Number(n);
     return calls;
   }
 
@@ -326,15 +344,35 @@ export class RedisSentinelSet extends Topology {
       const dir = join(this.dir, String(port));
       mkdirSync(dir);
       // A replica's first sync would otherwise wait 5 s (repl-diskless-sync-delay) for more replicas to join it.
-      return ['--port', String(port), '--bind', HOST, '--save', '', '--appendonly', 'no', '--dir', dir, '--repl-diskless-sync-delay', '0'];
+      return [
+        '--port',
+        String(port),
+        '--bind',
+        HOST,
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        dir,
+        '--repl-diskless-sync-delay',
+        '0',
+      ];
     };
     this.redisNodes.set(masterPort, await this.spawnNode('master', masterPort, bin, serverArgs(masterPort)));
     this.redisNodes.set(
       replicaPort,
-      await this.spawnNode('replica', replicaPort, bin, [...serverArgs(replicaPort), '--replicaof', HOST, String(masterPort)]),
+      await this.spawnNode('replica', replicaPort, bin, [
+        ...serverArgs(replicaPort),
+        '--replicaof',
+        HOST,
+        String(masterPort),
+      ]),
     );
     await poll('the replica to be in sync', 10_000, async () =>
-      /^master_link_status:up\r?$/m.test(String(await command(replicaPort, ['INFO', 'replication']))) ? true : undefined,
+      /^master_link_status:up\r?$/m.test(String(await command(replicaPort, ['INFO', 'replication'])))
+        ? true
+        : undefined,
     );
     await Promise.all(
       sentinelPorts.map((port) => {
@@ -426,7 +464,8 @@ export class RedisSentinelSet extends Topology {
   }
 
   private async masterSeenBy(sentinelPort: number): Promise<NodeAddress | undefined> {
-    const reply = (await command(sentinelPort, ['SENTINEL', 'get-master-addr-by-name', MASTER_NAME])) as [string, string] | null;
+    const reply = (await command(sentinelPort, ['SENTINEL', 'get-master-addr-by-name', MASTER_NAME])) as
+      [string, string] | null;
     return reply ? { host: reply[0], port: Number(reply[1]) } : undefined;
   }
 }
@@ -456,6 +495,7 @@ async function probeTopologySupport(): Promise<string | null> {
   if (!which('redis-cli')) return 'redis-cli is not installed (apt-get install -y redis-tools)';
   if (!sentinelCommand()) return 'neither redis-sentinel nor redis-server is installed';
   const version = /v=(\d+)\./.exec(await run(server, ['--version']).catch(() => ''));
-  if (!version || Number(version[1]) < 7) return `redis-server 7.0 or newer is needed (cluster-port, sharded pub/sub); found ${version?.[0] ?? 'an unknown version'}`;
+  if (!version || Number(version[1]) < 7)
+    return `redis-server 7.0 or newer is needed (cluster-port, sharded pub/sub); found ${version?.[0] ?? 'an unknown version'}`;
   return null;
 }

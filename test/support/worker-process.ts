@@ -56,7 +56,8 @@ export class WorkerProcess {
     return new Promise((resolve, reject) => {
       const check = () => {
         const failure = this.inbox.find((m) => m.type === 'error');
-        if (failure && failure.type === 'error') return finish(() => reject(new Error(`worker ${this.child.pid} failed: ${failure.message}`)));
+        if (failure && failure.type === 'error')
+          return finish(() => reject(new Error(`worker ${this.child.pid} failed: ${failure.message}`)));
         const index = this.inbox.findIndex((m) => m.type === type);
         if (index >= 0) {
           const [found] = this.inbox.splice(index, 1);
@@ -66,7 +67,10 @@ export class WorkerProcess {
           return finish(() => reject(new Error(`worker ${this.child.pid} exited before sending "${type}"`)));
         }
       };
-      const timer = setTimeout(() => finish(() => reject(new Error(`worker ${this.child.pid}: no "${type}" within ${timeoutMs} ms`))), timeoutMs);
+      const timer = setTimeout(
+        () => finish(() => reject(new Error(`worker ${this.child.pid}: no "${type}" within ${timeoutMs} ms`))),
+        timeoutMs,
+      );
       const finish = (settle: () => void) => {
         clearTimeout(timer);
         this.waiters.delete(check);

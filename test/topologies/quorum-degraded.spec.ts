@@ -25,7 +25,12 @@ describe('quorum over 3 masters with one master killed mid-run', () => {
   /** 3 engines x `cycles` locked increments of one counter; `midway` runs once a third of them are done. */
   async function run(prefix: string, cycles: number, midway: () => Promise<void>) {
     const engines: LockEngine[] = Array.from({ length: 3 }, () =>
-      kit.engine({ redis: masters.map((m) => m.url), keyPrefix: prefix, commandTimeoutMs: 1_000, waitTimeoutMs: 30_000 }),
+      kit.engine({
+        redis: masters.map((m) => m.url),
+        keyPrefix: prefix,
+        commandTimeoutMs: 1_000,
+        waitTimeoutMs: 30_000,
+      }),
     );
     const counter = kit.redis();
     const counterKey = `${prefix}counter`;

@@ -112,7 +112,12 @@ describe('quorum over 3 independent masters', () => {
 
   /** An engine over the masters, on `prefix`; keys left behind on any running master fail the test. */
   function engine(prefix: string, options: Partial<LockEngineOptions> = {}): LockEngine {
-    const e = kit.engine({ redis: masters.map((m) => m.url), keyPrefix: prefix, commandTimeoutMs: COMMAND_TIMEOUT_MS, ...options });
+    const e = kit.engine({
+      redis: masters.map((m) => m.url),
+      keyPrefix: prefix,
+      commandTimeoutMs: COMMAND_TIMEOUT_MS,
+      ...options,
+    });
     kit.watchKeys(prefix, keysOnMasters);
     return e;
   }
@@ -155,7 +160,11 @@ describe('quorum over 3 independent masters', () => {
     // A wake-up published on one master alone reaches the listener, once that master has the subscription too (it
     // was sent while the master was paused: a message published before the master ran it would reach nobody).
     const channel = redisNames(prefix, 'k').channel;
-    await until(async () => (await onMaster(masters[2], (c) => c.pubsub('NUMSUB', channel)))[1] === 1, 5_000, 'master 2 to subscribe');
+    await until(
+      async () => (await onMaster(masters[2], (c) => c.pubsub('NUMSUB', channel)))[1] === 1,
+      5_000,
+      'master 2 to subscribe',
+    );
     await onMaster(masters[2], (c) => c.publish(channel, 'r'));
     await until(() => wakeUps.length === 1, 2_000, 'the wake-up');
     expect(wakeUps).toEqual(['readers']);
@@ -247,7 +256,11 @@ describe('quorum over 3 independent masters', () => {
     expect(unavailable.message).toContain(`127.0.0.1:${masters[2].port}`);
     expect(took).toBeLessThan(COMMAND_TIMEOUT_MS + SLACK_MS);
     // The one master left was not left holding anything.
-    await until(async () => (await keysOf(masters[0], prefix)).length === 0, 3_000, 'the grant on the master left to be undone');
+    await until(
+      async () => (await keysOf(masters[0], prefix)).length === 0,
+      3_000,
+      'the grant on the master left to be undone',
+    );
     const ping = await a.ping(500);
     expect(ping.command).toBe(false);
     expect(ping.error).toContain(`127.0.0.1:${masters[1].port}`);
@@ -277,7 +290,11 @@ describe('quorum over 3 independent masters', () => {
 
     // Back: what it was sent meanwhile is applied, and nothing is left on it once the queued commands ran.
     masters[2].resume();
-    await until(async () => (await keysOf(masters[2], prefix)).length === 0, 3_000, 'the paused master to end up empty');
+    await until(
+      async () => (await keysOf(masters[2], prefix)).length === 0,
+      3_000,
+      'the paused master to end up empty',
+    );
   }, 30_000);
 
   it('a master restarted empty while a write lock is held does not let a second writer in (delayed restart)', async () => {
@@ -296,7 +313,11 @@ describe('quorum over 3 independent masters', () => {
     // Master 1 restarts empty: with master 2 it would be a majority without the writer.
     await masters[1].restart();
     // Every master answers the second engine again (so the restarted one would grant it, were it counted).
-    await until(async () => (await second.ping(500)).error === undefined, 5_000, 'the second engine to reach every master again');
+    await until(
+      async () => (await second.ping(500)).error === undefined,
+      5_000,
+      'the second engine to reach every master again',
+    );
     expect(await onMaster(masters[1], (c) => c.exists(names.state))).toBe(0);
 
     expect(await second.tryAcquire('k')).toBeNull();
@@ -369,7 +390,11 @@ describe('quorum over 3 independent masters', () => {
     const reason = await abortedWithin(held.signal, leaseMs * 2);
     expect(reason).toBeInstanceOf(LockLostError);
     expect(lost).toEqual(['k']);
-    await until(async () => (await keysOf(masters[2], prefix)).length === 0, leaseMs / 2, 'the remnant on master 2 to be freed');
+    await until(
+      async () => (await keysOf(masters[2], prefix)).length === 0,
+      leaseMs / 2,
+      'the remnant on master 2 to be freed',
+    );
     await held.release().catch(() => undefined);
   }, 30_000);
 
@@ -389,10 +414,18 @@ describe('quorum over 3 independent masters', () => {
     // holder's own attempt, sent to master 0 while it was down, may reach it once it is back (ioredis replays what it
     // queued): that grant is the holder's, kept and released with the rest of its lock, so it is not counted here.
     const contenderOnMaster0 = () =>
-      onMaster(masters[0], async (c) => Object.values(await c.hgetall(redisNames(prefix, 'k').state)).filter((v) => v.includes(`|${contender.instanceId}:`)));
+      onMaster(masters[0], async (c) =>
+        Object.values(await c.hgetall(redisNames(prefix, 'k').state)).filter((v) =>
+          v.includes(`|${contender.instanceId}:`),
+        ),
+      );
     await until(async () => (await contenderOnMaster0()).length === 0, 3_000, 'the minority grant to be undone');
     await held.release();
-    await until(async () => (await keysOf(masters[0], prefix)).length === 0, 3_000, 'master 0 to be empty once the holder released');
+    await until(
+      async () => (await keysOf(masters[0], prefix)).length === 0,
+      3_000,
+      'master 0 to be empty once the holder released',
+    );
   }, 30_000);
 
   it('the masters keep the lease plus the drift allowance; plain refusals leave nothing to undo or remember', async () => {
@@ -420,7 +453,9 @@ describe('quorum over 3 independent masters', () => {
     // Measured on each master's own clock, from the grant (the holder record's `since`) to the lease's end, so a slow
     // test process reading it later does not change it.
     for (const m of masters) {
-      const [record, expiry] = await onMaster(m, (c) => Promise.all([c.hget(names.state, 'h:holder'), c.pexpiretime(names.state)]));
+      const [record, expiry] = await onMaster(m, (c) =>
+        Promise.all([c.hget(names.state, 'h:holder'), c.pexpiretime(names.state)]),
+      );
       const since = Number(record!.split('|')[3]);
       expect(expiry - since).toBeGreaterThanOrEqual(10_101);
       expect(expiry - since).toBeLessThanOrEqual(10_103);
@@ -488,7 +523,11 @@ describe('quorum over 3 independent masters', () => {
     // The waiter gives up (abort, timeout): giving up is final on every master.
     await store.cancelWait(lock, 'write', 'w1');
     masters[2].resume();
-    await until(async () => (await onMaster(masters[2], (c) => c.exists(names.state))) === 1, 2_000, 'master 2 to answer');
+    await until(
+      async () => (await onMaster(masters[2], (c) => c.exists(names.state))) === 1,
+      2_000,
+      'master 2 to answer',
+    );
     await sleep(100);
     for (const m of masters) expect(await onMaster(m, (c) => c.zscore(names.writers, 'w1'))).toBeNull();
     expect(await store.release(lock, 'holder', 2)).toBe('ended');
@@ -519,9 +558,9 @@ describe('quorum over 3 independent masters', () => {
     // attempt fails...
     await masters[1].kill();
     await masters[2].kill();
-    expect(store.describeFailure(await rejectionOf(store.acquire(call(3, true))), 'acquire', 'k', COMMAND_TIMEOUT_MS)).toBeInstanceOf(
-      LockUnavailableError,
-    );
+    expect(
+      store.describeFailure(await rejectionOf(store.acquire(call(3, true))), 'acquire', 'k', COMMAND_TIMEOUT_MS),
+    ).toBeInstanceOf(LockUnavailableError);
     // ...and master 0 takes that level back, the outer level stays: the hold goes on once the masters are back.
     await until(async () => (await holdCount()) === '1', 3_000, 'the re-entry level to be undone on master 0');
     await sleep(100);
@@ -536,24 +575,37 @@ describe('quorum over 3 independent masters', () => {
     // remnant of it is freed.
     await until(async () => (await store.ping(500)).command, 5_000, 'the store to reach the masters again');
     expect(await store.acquire(call(5, true))).toMatchObject({ granted: false, blockedBy: 'not-held' });
-    await until(async () => (await onMaster(masters[0], (c) => c.exists(names.state))) === 0, 3_000, 'the remnant on master 0 to be freed');
+    await until(
+      async () => (await onMaster(masters[0], (c) => c.exists(names.state))) === 0,
+      3_000,
+      'the remnant on master 0 to be freed',
+    );
     expect(errors).toEqual([]);
   }, 30_000);
 
-  it("forceRelease and inspect on a key a semaphore lives under (on every master) are refused with LockConfigError naming the key, changing nothing", async () => {
+  it('forceRelease and inspect on a key a semaphore lives under (on every master) are refused with LockConfigError naming the key, changing nothing', async () => {
     await startMasters();
     const prefix = uniquePrefix('quorum-kind');
-    // Quorum mode has no semaphores: these were taken by engines on each master alone (another app sharing the masters).
+    // Quorum mode has no semaphores: these were taken by engines on each master alone (another app sharing the
+    // masters).
     const single = masters.map((m) => kit.engine({ redis: m.url, keyPrefix: prefix }));
     const permits = await Promise.all(single.map((e) => e.acquirePermit('sem', { limit: 2 })));
     const quorum = engine(prefix);
     for (const attempt of [quorum.forceRelease('sem'), quorum.inspect('sem')]) {
       const err = await rejectionOf(attempt);
       expect(err).toBeInstanceOf(LockConfigError);
-      expect(err).toMatchObject({ key: 'sem', option: 'key', message: expect.stringMatching(/"sem" is a semaphore.*inspectPermits.*forceReleasePermits/) });
+      expect(err).toMatchObject({
+        key: 'sem',
+        option: 'key',
+        message: expect.stringMatching(/"sem" is a semaphore.*inspectPermits.*forceReleasePermits/),
+      });
     }
     for (const [i, e] of single.entries()) {
-      expect(await e.inspectPermits('sem')).toMatchObject({ limit: 2, used: 1, holders: [{ fencingToken: permits[i].fencingToken }] });
+      expect(await e.inspectPermits('sem')).toMatchObject({
+        limit: 2,
+        used: 1,
+        holders: [{ fencingToken: permits[i].fencingToken }],
+      });
       expect(permits[i].isHeld).toBe(true);
       expect(await permits[i].release()).toBe(true);
     }
@@ -562,13 +614,24 @@ describe('quorum over 3 independent masters', () => {
   it('an application with @Semaphore methods does not start in quorum mode: LockConfigError at init naming the methods and why; without them it starts, and LockService refuses permits at call time', async () => {
     await startMasters();
     const prefix = uniquePrefix('quorum-semaphore');
-    const lockModule = () => RedisLockModule.forRoot({ redis: masters.map((m) => m.url), keyPrefix: prefix, commandTimeoutMs: COMMAND_TIMEOUT_MS });
+    const lockModule = () =>
+      RedisLockModule.forRoot({
+        redis: masters.map((m) => m.url),
+        keyPrefix: prefix,
+        commandTimeoutMs: COMMAND_TIMEOUT_MS,
+      });
     kit.watchKeys(prefix, keysOnMasters);
-    const refused = await kit.compile({ imports: [lockModule()], providers: [QuorumReports], controllers: [QuorumExports] });
+    const refused = await kit.compile({
+      imports: [lockModule()],
+      providers: [QuorumReports],
+      controllers: [QuorumExports],
+    });
     const err = await rejectionOf(refused.init());
     expect(err).toBeInstanceOf(LockConfigError);
     expect(err).toMatchObject({ option: 'redis' });
-    expect((err as Error).message).toMatch(/^@Semaphore on QuorumExports\.run, QuorumReports\.build: semaphores are not available in quorum mode: .*limit x masters \/ majority.*use one Redis/);
+    expect((err as Error).message).toMatch(
+      /^@Semaphore on QuorumExports\.run, QuorumReports\.build: semaphores are not available in quorum mode: .*limit x masters \/ majority.*use one Redis/,
+    );
 
     const started = await kit.compile({ imports: [lockModule()], providers: [QuorumLedger] });
     await started.init();
@@ -584,7 +647,10 @@ describe('quorum over 3 independent masters', () => {
 describe('quorum mode: the redis option', () => {
   const configError = (redis: unknown): LockConfigError => {
     try {
-      const engine = new LockEngine({ redis: redis as string[], logger: { warn: () => undefined, error: () => undefined } });
+      const engine = new LockEngine({
+        redis: redis as string[],
+        logger: { warn: () => undefined, error: () => undefined },
+      });
       void engine.close();
     } catch (err) {
       expect(err).toBeInstanceOf(LockConfigError);
@@ -603,13 +669,17 @@ describe('quorum mode: the redis option', () => {
   });
 
   it('rejects the same master given twice, however it is written', () => {
-    expect(configError(['redis://a:1', 'redis://b:1', 'redis://a:1']).message).toMatch(/entries 0 and 2 are the same master \(a:1\)/);
+    expect(configError(['redis://a:1', 'redis://b:1', 'redis://a:1']).message).toMatch(
+      /entries 0 and 2 are the same master \(a:1\)/,
+    );
     expect(configError(['redis://localhost:6379', 'redis://b:1', { host: '127.0.0.1' }]).message).toMatch(
       /entries 0 and 2 are the same master \(127\.0\.0\.1:6379\)/,
     );
     const client = new Redis({ host: 'b', port: 1, lazyConnect: true });
     try {
-      expect(configError(['redis://a:1', 'redis://b:1/2', client]).message).toMatch(/entries 1 and 2 are the same master \(b:1\)/);
+      expect(configError(['redis://a:1', 'redis://b:1/2', client]).message).toMatch(
+        /entries 1 and 2 are the same master \(b:1\)/,
+      );
     } finally {
       client.disconnect();
     }
@@ -618,11 +688,15 @@ describe('quorum mode: the redis option', () => {
   it('rejects a Cluster and entries that are not connection inputs', () => {
     const cluster = new Cluster([{ host: '127.0.0.1', port: 1 }], { lazyConnect: true });
     try {
-      expect(configError(['redis://a:1', cluster, 'redis://c:1']).message).toMatch(/entry 1 is an ioredis Cluster; quorum mode takes independent masters/);
+      expect(configError(['redis://a:1', cluster, 'redis://c:1']).message).toMatch(
+        /entry 1 is an ioredis Cluster; quorum mode takes independent masters/,
+      );
     } finally {
       cluster.disconnect();
     }
-    expect(configError(['redis://a:1', 'http://b:1', 'redis://c:1']).message).toMatch(/entry 1 is not a redis:\/\/ URL/);
+    expect(configError(['redis://a:1', 'http://b:1', 'redis://c:1']).message).toMatch(
+      /entry 1 is not a redis:\/\/ URL/,
+    );
     expect(configError(['redis://a:1', 42, 'redis://c:1']).message).toMatch(/entry 1 is not a redis:\/\/ URL/);
   });
 });

@@ -27,7 +27,11 @@ describe('waitForReplicas (a master and one replica)', () => {
     replica = await RedisProcess.start(undefined, ['--replicaof', '127.0.0.1', String(master.port)]);
     admin = new Redis(master.url, { maxRetriesPerRequest: 1 });
     replicaAdmin = new Redis(replica.url, { maxRetriesPerRequest: 1 });
-    await until(async () => /master_link_status:up/.test(await replicaAdmin.info('replication')), 10_000, 'the replica to sync');
+    await until(
+      async () => /master_link_status:up/.test(await replicaAdmin.info('replication')),
+      10_000,
+      'the replica to sync',
+    );
   }, 20_000);
   afterEach(() => kit.closeAll());
   afterAll(async () => {
@@ -38,7 +42,12 @@ describe('waitForReplicas (a master and one replica)', () => {
   });
 
   const engine = (options: Partial<LockEngineOptions> = {}) =>
-    kit.engine({ redis: master.url, commandTimeoutMs: COMMAND_MS, waitForReplicas: { replicas: 1, timeoutMs: WAIT_MS }, ...options });
+    kit.engine({
+      redis: master.url,
+      commandTimeoutMs: COMMAND_MS,
+      waitForReplicas: { replicas: 1, timeoutMs: WAIT_MS },
+      ...options,
+    });
 
   /** Holds the replica's replication stream back for `ms`. */
   const holdBack = (ms: number) => replicaAdmin.call('CLIENT', 'PAUSE', String(ms), 'WRITE');
@@ -67,11 +76,17 @@ describe('waitForReplicas (a master and one replica)', () => {
     const took = performance.now() - start;
     expect(err).toBeInstanceOf(LockUnavailableError);
     expect(err).toMatchObject({ reason: 'not-replicated', operation: 'acquire', key: 'order:2' });
-    expect((err as Error).message).toMatch(/0 of 1 replica\(s\) acknowledged within waitForReplicas\.timeoutMs \(300 ms\); the grant was undone/);
+    expect((err as Error).message).toMatch(
+      /0 of 1 replica\(s\) acknowledged within waitForReplicas\.timeoutMs \(300 ms\); the grant was undone/,
+    );
     expect(took).toBeGreaterThanOrEqual(WAIT_MS - 20);
     expect(took).toBeLessThan(COMMAND_MS + 200);
     // Undone on the master: another instance gets the lock (not waiting for a lease to run out).
-    await until(async () => (await keysUnder(admin, a.settings.keyPrefix)).length === 0, 2_000, 'the refused grant to be undone');
+    await until(
+      async () => (await keysUnder(admin, a.settings.keyPrefix)).length === 0,
+      2_000,
+      'the refused grant to be undone',
+    );
     await sleep(1_600); // the replica resumes
     const other = await b.acquire('order:2', { waitTimeoutMs: 0 });
     await other.release();
@@ -89,7 +104,11 @@ describe('waitForReplicas (a master and one replica)', () => {
     const err = await a.acquirePermit('export:2', { limit: 1 }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(LockUnavailableError);
     expect(err).toMatchObject({ reason: 'not-replicated', key: 'export:2' });
-    await until(async () => (await keysUnder(admin, a.settings.keyPrefix)).length === 0, 2_000, 'the refused permit to be undone');
+    await until(
+      async () => (await keysUnder(admin, a.settings.keyPrefix)).length === 0,
+      2_000,
+      'the refused permit to be undone',
+    );
     await sleep(1_600);
     await caughtUp();
   });
@@ -115,7 +134,7 @@ describe('waitForReplicas (a master and one replica)', () => {
     expect(await a.inspect('order:3')).toBeNull();
   });
 
-  it("counts a renewal only once the replica has it: the holder learns its lease ran out while the replica lagged", async () => {
+  it('counts a renewal only once the replica has it: the holder learns its lease ran out while the replica lagged', async () => {
     const a = engine({ leaseMs: 600, commandTimeoutMs: 400, waitForReplicas: { replicas: 1, timeoutMs: 150 } });
     const handle = await a.acquire('order:4');
     await holdBack(1_500);
@@ -164,7 +183,11 @@ describe('waitForReplicas (a master and one replica)', () => {
     const err = await a.acquire('order:7').catch((e: unknown) => e);
     expect(err).toBeInstanceOf(LockUnavailableError);
     expect(err).toMatchObject({ reason: 'permission-denied', missing: 'WAIT', key: 'order:7' });
-    await until(async () => (await keysUnder(admin, a.settings.keyPrefix)).length === 0, 2_000, 'the grant to be undone');
+    await until(
+      async () => (await keysUnder(admin, a.settings.keyPrefix)).length === 0,
+      2_000,
+      'the grant to be undone',
+    );
   });
 
   it("'connected' waits for the replicas the master has: refused while the one replica lags, granted otherwise", async () => {
@@ -200,6 +223,10 @@ describe('waitForReplicas on a server that refuses WAIT', () => {
     expect(err).toMatchObject({ reason: 'not-replicated' });
     expect((err as Error).message).toMatch(/the server refused WAIT/);
     const admin = kit.redis(server.url);
-    await until(async () => (await keysUnder(admin, a.settings.keyPrefix)).length === 0, 2_000, 'the grant to be undone');
+    await until(
+      async () => (await keysUnder(admin, a.settings.keyPrefix)).length === 0,
+      2_000,
+      'the grant to be undone',
+    );
   });
 });

@@ -91,12 +91,13 @@ interface LostCall {
 function setup(answer?: (call: RenewCall) => void, tuning?: Partial<WatchdogTuning>) {
   const calls = new Recorder<RenewCall>();
   const lost = new Recorder<LostCall>();
-  const renew = jest.fn((holds: readonly Hold[]) =>
-    new Promise<boolean[]>((resolve, reject) => {
-      const call = { holds: [...holds], at: now(), resolve, reject };
-      calls.push(call);
-      answer?.(call);
-    }),
+  const renew = jest.fn(
+    (holds: readonly Hold[]) =>
+      new Promise<boolean[]>((resolve, reject) => {
+        const call = { holds: [...holds], at: now(), resolve, reject };
+        calls.push(call);
+        answer?.(call);
+      }),
   );
   const onLost = jest.fn((h: Hold, reason: LockLostReason) => lost.push({ hold: h, reason, at: now() }));
   const onError = jest.fn();

@@ -7,8 +7,21 @@ import { BOARD_CSS } from './board-style.js';
 // The page's script is plain browser JavaScript kept in TypeScript strings (no build step, one source for both
 // builds): lint it as what the browser runs.
 const BROWSER_GLOBALS = [
-  'document', 'location', 'history', 'fetch', 'AbortController', 'URLSearchParams', 'setTimeout', 'clearTimeout', 'JSON', 'Object', 'Math',
-  'Date', 'String', 'isFinite', 'isNaN',
+  'document',
+  'location',
+  'history',
+  'fetch',
+  'AbortController',
+  'URLSearchParams',
+  'setTimeout',
+  'clearTimeout',
+  'JSON',
+  'Object',
+  'Math',
+  'Date',
+  'String',
+  'isFinite',
+  'isNaN',
 ];
 
 describe('board assets', () => {

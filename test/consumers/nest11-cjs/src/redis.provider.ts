@@ -13,4 +13,3 @@ export class AppRedis implements OnApplicationShutdown {
     await this.client.quit();
   }
 }
-

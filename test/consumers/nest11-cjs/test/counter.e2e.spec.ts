@@ -25,7 +25,9 @@ describe('nest-redis-locks in a Nest 11 CommonJS app', () => {
   it(`${N} concurrent HTTP increments under @WriteLocked end at exactly ${N}`, async () => {
     const id = randomUUID();
     const server = app.getHttpServer();
-    const responses = await Promise.all(Array.from({ length: N }, () => request(server).post(`/counters/${id}/increment`)));
+    const responses = await Promise.all(
+      Array.from({ length: N }, () => request(server).post(`/counters/${id}/increment`)),
+    );
     expect(responses.map((r) => r.status)).toEqual(Array(N).fill(201));
     // Each request saw a different value: no two read-modify-writes overlapped.
     expect(new Set(responses.map((r) => r.body.value)).size).toBe(N);
@@ -42,7 +44,9 @@ describe('nest-redis-locks in a Nest 11 CommonJS app', () => {
 
   it('@Semaphore lets at most 2 exports run at once, and every one of them', async () => {
     const id = randomUUID();
-    const responses = await Promise.all(Array.from({ length: 6 }, () => request(app.getHttpServer()).post(`/counters/${id}/export`)));
+    const responses = await Promise.all(
+      Array.from({ length: 6 }, () => request(app.getHttpServer()).post(`/counters/${id}/export`)),
+    );
     expect(responses.map((r) => r.status)).toEqual(Array(6).fill(201));
     expect(Math.max(...responses.map((r) => r.body.running))).toBe(2);
     expect(await app.get(LockService).inspectPermits(`counter-export:${id}`)).toBeNull();

@@ -16,7 +16,9 @@ describe('LockService replaced by a plain object', () => {
         return fn();
       },
     };
-    const moduleRef = await Test.createTestingModule({ providers: [AppRedis, CounterStore, CounterService, LockService] })
+    const moduleRef = await Test.createTestingModule({
+      providers: [AppRedis, CounterStore, CounterService, LockService],
+    })
       .overrideProvider(LockService)
       .useValue(fakeLocks)
       .compile();
