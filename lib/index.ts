@@ -27,8 +27,8 @@ export { LockConflictException } from './nest/lock-conflict.exception.js';
 // Engine (framework-free)
 export { LockEngine } from './locking/lock-engine.js';
 export type { LockEngineOptions, ModeFixedOptions, SkipOptions, WaitOptions } from './locking/lock-engine.js';
-export { DEFAULT_LOCK_SETTINGS } from './locking/lock-options.js';
-export type { LockEngineSettings } from './locking/lock-options.js';
+export { DEFAULT_LOCK_SETTINGS } from './locking/engine-settings.js';
+export type { LockEngineSettings } from './locking/engine-settings.js';
 export type { AcquireOptions, LockHandle, LockHolderInfo, LockInfo, LockMode, LockPing } from './types/lock.types.js';
 export type { PermitHandle, PermitInfo, PermitOptions } from './types/permit.types.js';
 export type {

@@ -18,4 +18,4 @@ export type {
   BoardScanFailure,
   BoardSnapshot,
   WaitAgeSource,
-} from '../observability/board-snapshot.types.js';
+} from '../read-model/snapshot.types.js';

@@ -1,6 +1,6 @@
 import type { CanActivate, ModuleMetadata, Type } from '@nestjs/common';
 import { LockConfigError } from '../errors/lock-config.error.js';
-import { DEFAULT_RECENT_EVENTS } from '../observability/board-events.js';
+import { DEFAULT_RECENT_EVENTS } from './recent-events.js';
 
 /** A guard for the board: a class (resolved by Nest in the board's module) or an instance. */
 export type LockBoardGuard = CanActivate | Type<CanActivate>;

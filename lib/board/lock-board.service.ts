@@ -4,11 +4,11 @@ import type { OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { LockConfigError } from '../errors/lock-config.error.js';
 import { LockService } from '../nest/lock.service.js';
-import { BOARD_KINDS } from '../observability/board-kinds.js';
-import type { BoardEngine } from '../observability/board-kinds.js';
-import { RecentEvents } from '../observability/board-events.js';
-import type { BoardEntry, BoardEvent, BoardSnapshot } from '../observability/board-snapshot.types.js';
-import { BoardSnapshots } from '../observability/board-snapshots.js';
+import { BOARD_KINDS } from '../read-model/kinds.js';
+import type { BoardEngine } from '../read-model/kinds.js';
+import { RecentEvents } from './recent-events.js';
+import type { BoardEntry, BoardEvent, BoardSnapshot } from '../read-model/snapshot.types.js';
+import { BoardSnapshots } from '../read-model/snapshots.js';
 import { validateLockKey } from '../redis/key-layout.js';
 import type { LockBoardForceRelease, LockBoardSettings } from './lock-board-options.js';
 

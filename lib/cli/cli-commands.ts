@@ -1,5 +1,5 @@
 import { createInterface } from 'node:readline/promises';
-import { LOCK_KIND } from '../observability/board-kinds.js';
+import { LOCK_KIND } from '../read-model/kinds.js';
 import { validateLockKey } from '../redis/key-layout.js';
 import type { CliOptions } from './cli-args.js';
 import { UsageError } from './cli-args.js';

@@ -3,9 +3,9 @@ import { isIP } from 'node:net';
 import { Cluster, Redis } from 'ioredis';
 import type { RedisOptions } from 'ioredis';
 import { LockEngine } from '../locking/lock-engine.js';
-import { BOARD_KINDS } from '../observability/board-kinds.js';
-import { BoardSnapshots } from '../observability/board-snapshots.js';
-import { bounded } from '../observability/key-scan.js';
+import { BOARD_KINDS } from '../read-model/kinds.js';
+import { BoardSnapshots } from '../read-model/snapshots.js';
+import { bounded } from '../common/async-limits.js';
 import type { CliOptions } from './cli-args.js';
 import { UsageError } from './cli-args.js';
 

@@ -1,4 +1,4 @@
-import type { BoardEntry, BoardSnapshot } from '../observability/board-snapshot.types.js';
+import type { BoardEntry, BoardSnapshot } from '../read-model/snapshot.types.js';
 
 /**
  * `text` safe to print on a terminal: keys and host names are user data, and a control character (an escape

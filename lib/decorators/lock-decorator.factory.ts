@@ -2,18 +2,17 @@ import { UseInterceptors } from '@nestjs/common';
 import { Observable } from 'rxjs';
 import { LockConfigError } from '../errors/lock-config.error.js';
 import type { AcquireOptions, LockMode } from '../types/lock.types.js';
-import { lockInterceptor } from '../interceptors/lock.interceptor.js';
+import { lockInterceptor } from '../nest/lock.interceptor.js';
 import { invokeLocked } from '../nest/locked-call.js';
 import { LOCKED_METADATA } from '../nest/locked-method.js';
 import type { LockedMethodSpec } from '../nest/locked-method.js';
 import { compileKeySpec } from './key-template.js';
 import type { LockKeySpec } from './key-template.js';
 import { parameterNames } from './parameter-names.js';
+import { wrapMethod } from './method-wrapper.js';
 
 /** Options of the lock decorators: `AcquireOptions` without `mode` (the decorator sets it) and `signal`. */
 export type LockedOptions = Omit<AcquireOptions, 'mode' | 'signal'>;
-
-type AnyMethod = (...args: unknown[]) => unknown;
 
 /**
  * Builds `@WriteLocked` / `@ReadLocked`. The decorator wraps the method (so it never runs unlocked, whoever
@@ -39,10 +38,8 @@ export function createLockDecorator(mode: LockMode) {
 }
 
 /**
- * @internal Wraps a decorated method (so it never runs unlocked, whoever calls it), keeps every metadata key, `name`
- * and
- * `length`, records its `LockedMethodSpec` and registers the lock interceptor. Shared by the lock decorators and
- * `@Semaphore`.
+ * @internal Wraps a decorated method (so it never runs unlocked, whoever calls it: see `wrapMethod`), records its
+ * `LockedMethodSpec` and registers the lock interceptor. Shared by the lock decorators and `@Semaphore`.
  */
 export function wrapLockedMethod(
   decorator: string,
@@ -51,29 +48,19 @@ export function wrapLockedMethod(
   descriptor: PropertyDescriptor,
   makeSpec: (method: string, parameterNames: readonly (string | null)[]) => LockedMethodSpec,
 ): PropertyDescriptor {
-  const method = `${(target as { constructor: { name: string } }).constructor.name}.${String(propertyKey)}`;
-  const original = descriptor.value as unknown;
-  if (typeof original !== 'function') {
-    throw new LockConfigError(`@${decorator} on ${method}: not a method`, 'key');
-  }
-  if (Reflect.getMetadata(LOCKED_METADATA, original)) {
-    throw new LockConfigError(
-      `${method} has two lock or semaphore decorators; use one (a lock decorator takes an array of keys)`,
-      'key',
-    );
-  }
-  const spec = makeSpec(method, parameterNames(original as AnyMethod));
-  const fn = original as AnyMethod;
-  const wrapper = function (this: unknown, ...args: unknown[]) {
-    return invokeLocked(spec, wrapper, fn, this, args);
-  };
-  Object.defineProperty(wrapper, 'name', { value: fn.name });
-  Object.defineProperty(wrapper, 'length', { value: fn.length });
-  for (const metaKey of Reflect.getMetadataKeys(fn)) {
-    Reflect.defineMetadata(metaKey, Reflect.getMetadata(metaKey, fn), wrapper);
-  }
+  let spec: LockedMethodSpec | undefined;
+  const wrapper = wrapMethod(decorator, 'key', target, propertyKey, descriptor, (method, original) => {
+    if (Reflect.getMetadata(LOCKED_METADATA, original)) {
+      throw new LockConfigError(
+        `${method} has two lock or semaphore decorators; use one (a lock decorator takes an array of keys)`,
+        'key',
+      );
+    }
+    const made = makeSpec(method, parameterNames(original));
+    spec = made;
+    return (wrapper, self, args) => invokeLocked(made, wrapper, original, self, args);
+  });
   Reflect.defineMetadata(LOCKED_METADATA, spec, wrapper);
-  descriptor.value = wrapper;
   UseInterceptors(lockInterceptor)(target, propertyKey, descriptor as TypedPropertyDescriptor<unknown>);
   return descriptor;
 }

@@ -5,8 +5,8 @@ import { LockConfigError } from '../errors/lock-config.error.js';
 import { LockLostError } from '../errors/lock-lost.error.js';
 import { LockUnavailableError } from '../errors/lock-unavailable.error.js';
 import { LockUpgradeError } from '../errors/lock-upgrade.error.js';
-import type { AcquireCall, AcquireReply, LockRef, LockStore } from '../redis/lock-store.js';
-import { isPermitRef } from '../redis/permit-store.js';
+import type { AcquireCall, AcquireReply, LockRef, LockStore } from '../store/lock-store.js';
+import { isPermitRef } from '../store/permit-store.js';
 import type { LockHandle } from '../types/lock.types.js';
 import { Hold, laneOf } from './hold.js';
 import type { HoldKeeper } from './hold-keeper.js';
@@ -14,28 +14,13 @@ import type { Leftovers } from './leftovers.js';
 import { errorText, kindOf } from './lock-events.js';
 import type { LockEventBus, LockLogger } from './lock-events.js';
 import { LockHandleImpl } from './lock-handle.js';
-import type { ResolvedAcquireOptions } from './lock-options.js';
-import { settlesBy } from './deadlines.js';
+import type { ResolvedAcquireOptions } from './engine-settings.js';
 import type { LaneWaitLimit } from './deadlines.js';
-import type { LockOwner } from './owner-context.js';
-import { onAbort } from './wait-signal.js';
+import type { AcquireRequest } from './acquire-request.js';
+import { untilSubscribed } from './waiting.js';
 import type { Wait, WaitingRoom } from './waiting.js';
 
-/** One call of `acquire` / `tryAcquire`, shared by the acquisition of each of its keys. */
-export interface AcquireRequest {
-  readonly owner: LockOwner;
-  /** Valid lock keys, unique and sorted (the lock order). */
-  readonly keys: readonly string[];
-  readonly options: ResolvedAcquireOptions;
-  /** `false` for `tryAcquire`: one attempt, no registration as a waiter. */
-  readonly waiting: boolean;
-  /** performance.now() by which the call must settle: `waitTimeoutMs` (if waiting) plus `commandTimeoutMs`. */
-  readonly settleBy: number;
-  /**
-   * The store's refs of `keys`, when the caller made them (a semaphore's carries its limit); else `store.lock(key)`.
-   */
-  readonly refs?: readonly LockRef[];
-}
+export type { AcquireRequest } from './acquire-request.js';
 
 /** What one key's acquisition gave. */
 interface KeyGrant {
@@ -283,7 +268,7 @@ export class Acquirer {
           // Listen, then try again at once: a release between the attempt above and the subscription is not lost.
           wait = this.room.enter(lock, mode, options.fair, waiterId, owner.id, start);
           wait.markRegistered();
-          await this.subscribed(wait, Math.min(remaining, this.commandTimeoutMs), options.signal);
+          await untilSubscribed(wait, Math.min(remaining, this.commandTimeoutMs), options.signal);
           continue;
         }
         // Sleep until woken, until the blocking leases can have run out, or until the deadline.
@@ -294,29 +279,6 @@ export class Acquirer {
       wait?.leave();
       if (registered && !granted) await this.cancelWait(lock, request, waiterId);
     }
-  }
-
-  /**
-   * Waits up to `ms` for the wait's subscription, or until `signal` aborts. Bounded: without a confirmed subscription
-   * (Redis slow, reconnecting) the waiter still retries when the blocking leases can have run out. A subscription
-   * Redis refuses (no channel rights) fails the acquisition: without wake-ups every wait would last until a lease ran
-   * out.
-   */
-  private async subscribed(wait: Wait, ms: number, signal: AbortSignal | undefined): Promise<void> {
-    // Aborted during the attempt before: no wait (an 'abort' event that already fired does not fire again).
-    if (signal?.aborted) return;
-    let refused: unknown;
-    let stopListening: (() => void) | undefined;
-    const ready = wait.ready().catch((err: unknown) => {
-      refused = err;
-    });
-    const aborted = signal && new Promise<void>((resolve) => (stopListening = onAbort(signal, resolve)));
-    try {
-      await settlesBy(aborted ? Promise.race([ready, aborted]) : ready, performance.now() + ms);
-    } finally {
-      stopListening?.();
-    }
-    if (refused instanceof LockUnavailableError && refused.reason === 'permission-denied') throw refused;
   }
 
   private async cancelWait(lock: LockRef, request: AcquireRequest, waiterId: string): Promise<void> {

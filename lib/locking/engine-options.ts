@@ -1,7 +1,7 @@
 import type { RedisConnectionInput } from '../redis/connection.js';
 import type { AcquireOptions } from '../types/lock.types.js';
 import type { LockLogger } from './lock-events.js';
-import type { LockEngineSettings } from './lock-options.js';
+import type { LockEngineSettings } from './engine-settings.js';
 
 /** Options of a `LockEngine`: the connection plus the engine settings (all optional but `redis`). */
 export interface LockEngineOptions extends Partial<LockEngineSettings> {

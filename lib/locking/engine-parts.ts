@@ -1,17 +1,17 @@
 import { LockConfigError } from '../errors/lock-config.error.js';
 import type { RedisConnectionInput } from '../redis/connection.js';
 import type { BoundedLockStore } from '../redis/bounded-lock-store.js';
-import type { LockStore, LockStoreFactory } from '../redis/lock-store.js';
+import type { LockStore, LockStoreFactory } from '../store/lock-store.js';
 import { Permits } from './permits.js';
 import type { LockHandle, LockInfo } from '../types/lock.types.js';
 import { Acquirer } from './acquisition.js';
 import { logConnectionChange, openEngineStore } from './engine-store.js';
 import { HoldKeeper } from './hold-keeper.js';
 import { Leftovers } from './leftovers.js';
-import { LockAlarm, describeHeldTooLong } from './lock-alarm.js';
+import { DeadlockAlarm, describeHeldTooLong } from './deadlock-alarm.js';
 import { OutageRecheck } from './outage-recheck.js';
 import type { LockEventBus, LockLogger } from './lock-events.js';
-import type { LockEngineSettings } from './lock-options.js';
+import type { LockEngineSettings } from './engine-settings.js';
 import { WaitingRoom } from './waiting.js';
 
 /** What the parts call back on their engine. */
@@ -32,7 +32,7 @@ export interface EngineParts {
   readonly room: WaitingRoom;
   readonly acquirer: Acquirer;
   readonly leftovers: Leftovers;
-  readonly alarm: LockAlarm;
+  readonly alarm: DeadlockAlarm;
   readonly permits: Permits;
   /** When waiters re-check their locks after an outage of the wake-up connection. */
   readonly recheck: OutageRecheck;
@@ -91,7 +91,7 @@ export function assembleEngine(
         }
       );
     });
-  const alarm = new LockAlarm(settings, opened.identity, keeper, room, inspectAny, (event) => {
+  const alarm = new DeadlockAlarm(settings, opened.identity, keeper, room, inspectAny, (event) => {
     logger.warn(describeHeldTooLong(event));
     events.emit('held-too-long', event);
   });

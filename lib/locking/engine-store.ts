@@ -7,16 +7,16 @@ import type {
   LockStore,
   LockStoreFactory,
   ReplicaWaitSettings,
-} from '../redis/lock-store.js';
-import { QuorumLockStore } from '../redis/quorum-lock-store.js';
+} from '../store/lock-store.js';
+import { QuorumLockStore } from '../redis/quorum/quorum-lock-store.js';
 import { RedisLockStore } from '../redis/redis-lock-store.js';
-import type { PermitStore } from '../redis/permit-store.js';
+import type { PermitStore } from '../store/permit-store.js';
 import { RedisPermitStore } from '../redis/redis-permit-store.js';
-import { StoreRouter } from '../redis/store-router.js';
+import { StoreRouter } from '../store/store-router.js';
 import { errorText } from './lock-events.js';
 import type { LockLogger } from './lock-events.js';
-import { DEFAULT_REPLICA_WAIT_MS } from './lock-options.js';
-import type { LockEngineSettings } from './lock-options.js';
+import { DEFAULT_REPLICA_WAIT_MS } from './engine-settings.js';
+import type { LockEngineSettings } from './engine-settings.js';
 
 /**
  * Why quorum mode has no semaphores (the refusal's message, at call time and, for `@Semaphore` methods, at start-up).

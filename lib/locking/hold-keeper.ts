@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { LockLostError } from '../errors/lock-lost.error.js';
 import type { LockLostReason } from '../errors/lock-lost.error.js';
 import { LockUnavailableError } from '../errors/lock-unavailable.error.js';
-import type { LockStore, ReleaseReply } from '../redis/lock-store.js';
+import type { LockStore, ReleaseReply } from '../store/lock-store.js';
 import type { Hold } from './hold.js';
 import type { LeftoverHold, Leftovers } from './leftovers.js';
 import { errorText, kindOf } from './lock-events.js';

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { LockLostError } from '../errors/lock-lost.error.js';
-import type { LockRef } from '../redis/lock-store.js';
+import type { LockRef } from '../store/lock-store.js';
 import type { LockMode } from '../types/lock.types.js';
 import type { LaneWaitLimit } from './deadlines.js';
 

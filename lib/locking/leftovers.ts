@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { LockUnavailableError } from '../errors/lock-unavailable.error.js';
 import { lateAcquireOf } from '../redis/bounded-lock-store.js';
-import type { AcquireCall, LockRef, LockStore } from '../redis/lock-store.js';
+import type { AcquireCall, LockRef, LockStore } from '../store/lock-store.js';
 import type { HoldOwner } from './hold.js';
 import { errorText } from './lock-events.js';
 import type { LockLogger } from './lock-events.js';

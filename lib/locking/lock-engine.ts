@@ -3,25 +3,28 @@ import { LockClosedError } from '../errors/lock-closed.error.js';
 import { LockKeyError } from '../errors/lock-key.error.js';
 import { validateLockKey } from '../redis/key-layout.js';
 import type { RedisClient } from '../redis/connection.js';
-import type { LockStoreFactory } from '../redis/lock-store.js';
+import type { LockStoreFactory } from '../store/lock-store.js';
 import type { AcquireOptions, LockHandle, LockInfo, LockPing } from '../types/lock.types.js';
 import type { PermitHandle, PermitInfo, PermitOptions } from '../types/permit.types.js';
 import { consoleLogger } from './engine-options.js';
 import type { LockEngineOptions, ModeFixedOptions, SkipOptions, WaitOptions } from './engine-options.js';
-import { EngineCalls, validateKeys } from './call-bound.js';
-import { assembleEngine } from './engine-parts.js';
-import type { EngineParts } from './engine-parts.js';
+import { EngineCalls } from './engine-calls.js';
+import { validateKeys } from './lock-keys.js';
+import { assembleEngine, type EngineParts } from './engine-parts.js';
 import { scanConnectionsOf } from './engine-store.js';
-import { LockEventBus, errorText } from './lock-events.js';
-import type { LockEventListener, LockEventName, LockLogger } from './lock-events.js';
+import { LockEventBus, errorText, type LockEventListener, type LockEventName, type LockLogger } from './lock-events.js';
 import type { LockHandleImpl } from './lock-handle.js';
-import { DEFAULT_PING_TIMEOUT_MS, resolveEngineSettings } from './lock-options.js';
-import type { LockEngineSettings } from './lock-options.js';
+import { DEFAULT_PING_TIMEOUT_MS, resolveEngineSettings, type LockEngineSettings } from './engine-settings.js';
 import { currentHandle, newInstanceId, runInOwnerScope, runWithHandle } from './owner-context.js';
 import { acquireOrSkip, skipped } from './skipping.js';
 import type { WaitRecord } from './waiting.js';
 
 export type { LockEngineOptions, ModeFixedOptions, SkipOptions, WaitOptions } from './engine-options.js';
+
+/** One lock key, or several taken together (all or nothing). */
+type LockKeys = string | readonly string[];
+/** The work done under a lock. */
+type LockedFn<T> = (lock: LockHandle) => T | Promise<T>;
 
 /**
  * The framework-free lock engine: read/write locks with reentrancy, leases renewed by a batched watchdog, pub/sub
@@ -91,12 +94,12 @@ export class LockEngine {
    * @throws {LockUnavailableError} when Redis cannot be reached or does not answer in time (settles within
    * `waitTimeoutMs + commandTimeoutMs` whatever Redis does).
    */
-  acquire(keys: string | readonly string[], options?: AcquireOptions): Promise<LockHandle> {
+  acquire(keys: LockKeys, options?: AcquireOptions): Promise<LockHandle> {
     return this.calls.run(() => validateKeys(keys), options, true) as Promise<LockHandle>;
   }
 
   /** One attempt without waiting: the handle, or `null` if the lock is taken. Rejects as `acquire` does otherwise. */
-  tryAcquire(keys: string | readonly string[], options?: AcquireOptions): Promise<LockHandle | null> {
+  tryAcquire(keys: LockKeys, options?: AcquireOptions): Promise<LockHandle | null> {
     return this.calls.run(() => validateKeys(keys), options, false);
   }
 
@@ -115,14 +118,7 @@ export class LockEngine {
     options: AcquireOptions | undefined,
     failWhenUnavailable = false,
   ): Promise<LockHandle | null> {
-    if (options?.ifLocked !== 'skip') return this.acquireChecked(keys, options);
-    const what = skipped(keys, options, this.instanceId);
-    const attempt = () => this.calls.run(() => keys, options, false);
-    if (!failWhenUnavailable) return acquireOrSkip(attempt, this.events, what);
-    return attempt().then((handle) => {
-      if (!handle) this.events.emit('skipped', { ...what, reason: 'busy' });
-      return handle;
-    });
+    return this.calls.runOrSkip(keys, options, this.events, failWhenUnavailable);
   }
 
   /**
@@ -130,35 +126,16 @@ export class LockEngine {
    * throw, and returns what `fn` returns. Nested calls in the same async context re-enter.
    * @example await engine.withLock(['account:1', 'account:2'], () => transfer(1, 2, amount));
    */
-  withLock<T>(
-    keys: string | readonly string[],
-    fn: (lock: LockHandle) => T | Promise<T>,
-    options: SkipOptions,
-  ): Promise<T | undefined>;
-  withLock<T>(
-    keys: string | readonly string[],
-    fn: (lock: LockHandle) => T | Promise<T>,
-    options?: WaitOptions,
-  ): Promise<T>;
-  withLock<T>(
-    keys: string | readonly string[],
-    fn: (lock: LockHandle) => T | Promise<T>,
-    options?: AcquireOptions,
-  ): Promise<T | undefined>;
-  withLock<T>(
-    keys: string | readonly string[],
-    fn: (lock: LockHandle) => T | Promise<T>,
-    options?: AcquireOptions,
-  ): Promise<T | undefined> {
+  withLock<T>(keys: LockKeys, fn: LockedFn<T>, options: SkipOptions): Promise<T | undefined>;
+  withLock<T>(keys: LockKeys, fn: LockedFn<T>, options?: WaitOptions): Promise<T>;
+  withLock<T>(keys: LockKeys, fn: LockedFn<T>, options?: AcquireOptions): Promise<T | undefined>;
+  withLock<T>(keys: LockKeys, fn: LockedFn<T>, options?: AcquireOptions): Promise<T | undefined> {
     return runInOwnerScope(this.instanceId, async () => {
-      const skip = options?.ifLocked === 'skip';
-      const handle = skip
-        ? await acquireOrSkip(
-            () => this.tryAcquire(keys, options),
-            this.events,
-            skipped(keys, options, this.instanceId),
-          )
-        : await this.acquire(keys, options);
+      const attempt = () => this.tryAcquire(keys, options);
+      const handle =
+        options?.ifLocked === 'skip'
+          ? await acquireOrSkip(attempt, this.events, skipped(keys, options, this.instanceId))
+          : await this.acquire(keys, options);
       if (!handle) return undefined;
       try {
         return await this.runWithHandle(handle, () => fn(handle));
@@ -171,50 +148,18 @@ export class LockEngine {
   }
 
   /** `withLock` in read mode: shared with other readers. */
-  withReadLock<T>(
-    keys: string | readonly string[],
-    fn: (lock: LockHandle) => T | Promise<T>,
-    options: ModeFixedOptions & SkipOptions,
-  ): Promise<T | undefined>;
-  withReadLock<T>(
-    keys: string | readonly string[],
-    fn: (lock: LockHandle) => T | Promise<T>,
-    options?: ModeFixedOptions & WaitOptions,
-  ): Promise<T>;
-  withReadLock<T>(
-    keys: string | readonly string[],
-    fn: (lock: LockHandle) => T | Promise<T>,
-    options?: ModeFixedOptions,
-  ): Promise<T | undefined>;
-  withReadLock<T>(
-    keys: string | readonly string[],
-    fn: (lock: LockHandle) => T | Promise<T>,
-    options?: ModeFixedOptions,
-  ): Promise<T | undefined> {
+  withReadLock<T>(keys: LockKeys, fn: LockedFn<T>, options: ModeFixedOptions & SkipOptions): Promise<T | undefined>;
+  withReadLock<T>(keys: LockKeys, fn: LockedFn<T>, options?: ModeFixedOptions & WaitOptions): Promise<T>;
+  withReadLock<T>(keys: LockKeys, fn: LockedFn<T>, options?: ModeFixedOptions): Promise<T | undefined>;
+  withReadLock<T>(keys: LockKeys, fn: LockedFn<T>, options?: ModeFixedOptions): Promise<T | undefined> {
     return this.withLock(keys, fn, { ...options, mode: 'read' });
   }
 
   /** `withLock` in write mode: exclusive. */
-  withWriteLock<T>(
-    keys: string | readonly string[],
-    fn: (lock: LockHandle) => T | Promise<T>,
-    options: ModeFixedOptions & SkipOptions,
-  ): Promise<T | undefined>;
-  withWriteLock<T>(
-    keys: string | readonly string[],
-    fn: (lock: LockHandle) => T | Promise<T>,
-    options?: ModeFixedOptions & WaitOptions,
-  ): Promise<T>;
-  withWriteLock<T>(
-    keys: string | readonly string[],
-    fn: (lock: LockHandle) => T | Promise<T>,
-    options?: ModeFixedOptions,
-  ): Promise<T | undefined>;
-  withWriteLock<T>(
-    keys: string | readonly string[],
-    fn: (lock: LockHandle) => T | Promise<T>,
-    options?: ModeFixedOptions,
-  ): Promise<T | undefined> {
+  withWriteLock<T>(keys: LockKeys, fn: LockedFn<T>, options: ModeFixedOptions & SkipOptions): Promise<T | undefined>;
+  withWriteLock<T>(keys: LockKeys, fn: LockedFn<T>, options?: ModeFixedOptions & WaitOptions): Promise<T>;
+  withWriteLock<T>(keys: LockKeys, fn: LockedFn<T>, options?: ModeFixedOptions): Promise<T | undefined>;
+  withWriteLock<T>(keys: LockKeys, fn: LockedFn<T>, options?: ModeFixedOptions): Promise<T | undefined> {
     return this.withLock(keys, fn, { ...options, mode: 'write' });
   }
 
@@ -310,10 +255,7 @@ export class LockEngine {
     return this.parts.permits.inspect(key);
   }
 
-  /**
-   * Frees a permit by its `token`, an owner's (`{ owner }` as inspected), or all of `key`'s; resolves how many were
-   * held.
-   */
+  /** Frees a permit by its `token`, an owner's (`{ owner }`), or all of `key`'s; resolves how many were held. */
   forceReleasePermits(key: string, holder?: string | { readonly owner: string }): Promise<number> {
     return this.parts.permits.forceRelease(key, holder);
   }

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { LockLostError } from '../errors/lock-lost.error.js';
-import type { LockRef } from '../redis/lock-store.js';
-import { isPermitRef } from '../redis/permit-store.js';
+import type { LockRef } from '../store/lock-store.js';
+import { isPermitRef } from '../store/permit-store.js';
 import type { LockMode } from '../types/lock.types.js';
 
 /**

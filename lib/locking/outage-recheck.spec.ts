@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import type { ConnectionStateChange } from '../redis/lock-store.js';
+import type { ConnectionStateChange } from '../store/lock-store.js';
 import { OutageRecheck } from './outage-recheck.js';
 
 const lost = (connection: ConnectionStateChange['connection']): ConnectionStateChange => ({

@@ -1,4 +1,4 @@
-import type { ConnectionStateChange } from '../redis/lock-store.js';
+import type { ConnectionStateChange } from '../store/lock-store.js';
 
 /**
  * When the waiters re-check their locks after an outage. A wake-up published while the wake-up connection was down

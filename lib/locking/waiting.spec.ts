@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import type { WakeUp } from '../redis/lock-store.js';
+import type { WakeUp } from '../store/lock-store.js';
 import type { LockMode } from '../types/lock.types.js';
 import { wakes } from './waiting.js';
 

@@ -1,9 +1,12 @@
-import type { LockRef, LockStore, WaitingCall, WakeUp, WakeUpSubscription } from '../redis/lock-store.js';
-import { WAITER_HEARTBEAT_MS } from '../redis/lua-scripts.js';
+import { performance } from 'node:perf_hooks';
+import { LockUnavailableError } from '../errors/lock-unavailable.error.js';
+import type { LockRef, LockStore, WaitingCall, WakeUp, WakeUpSubscription } from '../store/lock-store.js';
+import { WAITER_HEARTBEAT_MS } from '../store/waiter-timing.js';
 import type { LockMode } from '../types/lock.types.js';
 import { kindOf } from './lock-events.js';
 import type { LockKind } from './lock-events.js';
-import { WaitSignal } from './wait-signal.js';
+import { settlesBy } from './deadlines.js';
+import { WaitSignal, onAbort } from './wait-signal.js';
 
 /** A waiting acquisition, as the deadlock alarm sees it. */
 export interface WaitRecord {
@@ -168,4 +171,27 @@ export class Wait implements WaitRecord {
     this.subscription.stop();
     this.onLeave(this);
   }
+}
+
+/**
+ * Waits up to `ms` for the wait's subscription, or until `signal` aborts. Bounded: without a confirmed subscription
+ * (Redis slow, reconnecting) the waiter still retries when the blocking leases can have run out. A subscription
+ * Redis refuses (no channel rights) fails the acquisition: without wake-ups every wait would last until a lease ran
+ * out.
+ */
+export async function untilSubscribed(wait: Wait, ms: number, signal: AbortSignal | undefined): Promise<void> {
+  // Aborted during the attempt before: no wait (an 'abort' event that already fired does not fire again).
+  if (signal?.aborted) return;
+  let refused: unknown;
+  let stopListening: (() => void) | undefined;
+  const ready = wait.ready().catch((err: unknown) => {
+    refused = err;
+  });
+  const aborted = signal && new Promise<void>((resolve) => (stopListening = onAbort(signal, resolve)));
+  try {
+    await settlesBy(aborted ? Promise.race([ready, aborted]) : ready, performance.now() + ms);
+  } finally {
+    stopListening?.();
+  }
+  if (refused instanceof LockUnavailableError && refused.reason === 'permission-denied') throw refused;
 }

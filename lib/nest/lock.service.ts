@@ -4,7 +4,7 @@ import { LockEngine } from '../locking/lock-engine.js';
 import type { ModeFixedOptions, SkipOptions, WaitOptions } from '../locking/lock-engine.js';
 import type { LockEventListener, LockEventName } from '../locking/lock-events.js';
 import { attachOpenTelemetryMetrics } from '../observability/lock-metrics.js';
-import type { LockStoreFactory } from '../redis/lock-store.js';
+import type { LockStoreFactory } from '../store/lock-store.js';
 import type { AcquireOptions, LockHandle, LockInfo, LockPing } from '../types/lock.types.js';
 import type { PermitHandle, PermitInfo, PermitOptions } from '../types/permit.types.js';
 import { LockRegistry } from './lock-registry.js';

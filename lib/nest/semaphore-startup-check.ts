@@ -3,7 +3,7 @@ import type { OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { LockConfigError } from '../errors/lock-config.error.js';
 import { QUORUM_HAS_NO_SEMAPHORES } from '../locking/engine-store.js';
-import type { LockStoreFactory } from '../redis/lock-store.js';
+import type { LockStoreFactory } from '../store/lock-store.js';
 import { LOCK_STORE_FACTORY } from './lock-store.token.js';
 import { LOCKED_METADATA } from './locked-method.js';
 import type { LockedMethodSpec } from './locked-method.js';

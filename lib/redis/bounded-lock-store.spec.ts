@@ -3,7 +3,7 @@ import { describe, expect, it } from '@jest/globals';
 import { LockUnavailableError } from '../errors/lock-unavailable.error.js';
 import type { LockOperation } from '../errors/lock-unavailable.error.js';
 import { BoundedLockStore, lateAcquireOf, MAX_BACKLOG_FACTOR } from './bounded-lock-store.js';
-import type { AcquireCall, AcquireReply, LockStore } from './lock-store.js';
+import type { AcquireCall, AcquireReply, LockStore } from '../store/lock-store.js';
 import { TIMED_OUT } from './redis-failures.js';
 
 /*

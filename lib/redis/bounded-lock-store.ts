@@ -14,7 +14,7 @@ import type {
   WaitingReply,
   WakeUp,
   WakeUpSubscription,
-} from './lock-store.js';
+} from '../store/lock-store.js';
 import { TIMED_OUT } from './redis-failures.js';
 import { grantedReplyOf } from './replica-wait.js';
 

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { Cluster, Redis } from 'ioredis';
 import type { RedisOptions } from 'ioredis';
 import { LockConfigError } from '../errors/lock-config.error.js';
-import type { ConnectionStateChange } from './lock-store.js';
+import type { ConnectionStateChange } from '../store/lock-store.js';
 
 /** A connection the library sends commands on: a standalone client or a Cluster client. */
 export type RedisClient = Redis | Cluster;

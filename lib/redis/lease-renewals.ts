@@ -1,7 +1,7 @@
 import type { LockKeys } from './key-layout.js';
-import type { RenewCall } from './lock-store.js';
-import { RENEW_MANY, RENEW_MANY_CROSS_SLOT } from './lua-scripts.js';
-import type { LuaScript } from './lua-scripts.js';
+import type { RenewCall } from '../store/lock-store.js';
+import { RENEW_MANY, RENEW_MANY_CROSS_SLOT } from './scripts/lock-scripts.js';
+import type { LuaScript } from './scripts/lua-script.js';
 import type { BatchScripts, NodeBatches } from './node-batches.js';
 import type { ScriptGateway } from './script-gateway.js';
 

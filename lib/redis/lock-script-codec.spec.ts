@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import type { LockHolderInfo } from '../types/lock.types.js';
-import type { WakeUp } from './lock-store.js';
+import type { WakeUp } from '../store/lock-store.js';
 import { decodeHolder, decodeWakeUp } from './lock-script-codec.js';
 
 describe('decodeWakeUp', () => {

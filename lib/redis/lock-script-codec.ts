@@ -1,7 +1,7 @@
 import type { LockHolderInfo, LockInfo, LockMode } from '../types/lock.types.js';
 import type { LockKeys } from './key-layout.js';
-import { kindConflict } from './kind-conflict.js';
-import type { AcquireCall, AcquireReply, BlockedBy, ReleaseReply, WakeUp } from './lock-store.js';
+import { kindConflict } from '../store/kind-conflict.js';
+import type { AcquireCall, AcquireReply, BlockedBy, ReleaseReply, WakeUp } from '../store/lock-store.js';
 
 /**
  * The lock scripts' side of the wire: the KEYS/ARGV of each lock script, the mode encoding (`w`/`r`), the holder

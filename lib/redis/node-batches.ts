@@ -1,6 +1,6 @@
 import type { Cluster } from 'ioredis';
 import type { RedisClient } from './connection.js';
-import type { LuaScript } from './lua-scripts.js';
+import type { LuaScript } from './scripts/lua-script.js';
 import type { ScriptRunner } from './script-batcher.js';
 import { slotOf } from './sharded-channels.js';
 
@@ -13,7 +13,8 @@ export const BATCH_CHUNK = 200;
 /**
  * A script over many locks of one process (items of type `T`: holds to renew, waiters to keep registered), and how
  * an item goes into it. `perSlot` takes the items' key names as KEYS and their `args` as ARGV, item after item;
- * `crossSlot` (see `crossSlotVariant` in lua-scripts.ts), for items of several slots that one Cluster master serves,
+ * `crossSlot` (see `crossSlotVariant` in scripts/lua-script.ts), for items of several slots that one Cluster master
+ * serves,
  * takes in ARGV each item's key names followed by its `args`, and KEYS[1] the first item's state key, which routes the
  * call.
  */

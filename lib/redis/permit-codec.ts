@@ -1,7 +1,7 @@
 import type { PermitInfo } from '../types/permit.types.js';
-import { kindConflict } from './kind-conflict.js';
+import { kindConflict } from '../store/kind-conflict.js';
 import { decodeHolder } from './lock-script-codec.js';
-import type { AcquireCall, AcquireReply } from './lock-store.js';
+import type { AcquireCall, AcquireReply } from '../store/lock-store.js';
 
 /**
  * The semaphore scripts' side of the wire (`permit-scripts.ts`): PERMIT_ACQUIRE's ARGV and reply, and PERMIT_INSPECT's

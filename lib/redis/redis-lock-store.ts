@@ -4,7 +4,7 @@ import { openConnections, watchConnection } from './connection.js';
 import type { LockConnections, RedisClient, RedisConnectionInput } from './connection.js';
 import type { Cluster, Redis } from 'ioredis';
 import { lockKeys } from './key-layout.js';
-import { kindConflict } from './kind-conflict.js';
+import { kindConflict } from '../store/kind-conflict.js';
 import type { LockKeys } from './key-layout.js';
 import { LeaseRenewals } from './lease-renewals.js';
 import {
@@ -30,7 +30,7 @@ import type {
   WaitingReply,
   WakeUp,
   WakeUpSubscription,
-} from './lock-store.js';
+} from '../store/lock-store.js';
 import {
   ACQUIRE,
   ACQUIRE_BATCH,
@@ -41,9 +41,9 @@ import {
   INSPECT,
   RELEASE,
   RELEASE_BATCH,
-} from './lua-scripts.js';
+} from './scripts/lock-scripts.js';
 import { NodeBatches } from './node-batches.js';
-import { PERMIT_SCRIPT_VARIANTS } from './permit-scripts.js';
+import { PERMIT_SCRIPT_VARIANTS } from './scripts/permit-scripts.js';
 import { unavailable } from './redis-failures.js';
 import type { ScriptBatcher } from './script-batcher.js';
 import { ScriptGateway } from './script-gateway.js';

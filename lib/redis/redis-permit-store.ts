@@ -3,7 +3,7 @@ import type { LockOperation } from '../errors/lock-unavailable.error.js';
 import type { LockInfo, LockMode } from '../types/lock.types.js';
 import type { PermitInfo } from '../types/permit.types.js';
 import type { LockKeys } from './key-layout.js';
-import { kindConflict } from './kind-conflict.js';
+import { kindConflict } from '../store/kind-conflict.js';
 import { holderIdentity } from './lock-script-codec.js';
 import type {
   AcquireCall,
@@ -17,7 +17,7 @@ import type {
   WaitingReply,
   WakeUp,
   WakeUpSubscription,
-} from './lock-store.js';
+} from '../store/lock-store.js';
 import { permitArgs, permitInspectReply, permitReply } from './permit-codec.js';
 import {
   PERMIT_CANCEL_WAIT,
@@ -25,7 +25,7 @@ import {
   PERMIT_HEARTBEAT,
   PERMIT_INSPECT,
   PERMIT_SET_LIMIT,
-} from './permit-control-scripts.js';
+} from './scripts/permit-control-scripts.js';
 import {
   PERMIT_ACQUIRE,
   PERMIT_ACQUIRE_BATCH,
@@ -33,8 +33,8 @@ import {
   PERMIT_RELEASE,
   PERMIT_RELEASE_BATCH,
   PERMIT_RENEWALS,
-} from './permit-scripts.js';
-import type { PermitHolder, PermitRef, PermitStore } from './permit-store.js';
+} from './scripts/permit-scripts.js';
+import type { PermitHolder, PermitRef, PermitStore } from '../store/permit-store.js';
 import type { RedisLockStore } from './redis-lock-store.js';
 import type { ScriptBatcher } from './script-batcher.js';
 

@@ -1,8 +1,8 @@
 import { Cluster } from 'ioredis';
 import type { ChainableCommander } from 'ioredis';
 import type { RedisClient } from './connection.js';
-import type { AcquireReply, ReplicaWaitSettings } from './lock-store.js';
-import type { LuaScript } from './lua-scripts.js';
+import type { AcquireReply, ReplicaWaitSettings } from '../store/lock-store.js';
+import type { LuaScript } from './scripts/lua-script.js';
 import { slotOf } from './sharded-channels.js';
 
 /**

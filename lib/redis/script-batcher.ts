@@ -1,4 +1,4 @@
-import type { LuaScript } from './lua-scripts.js';
+import type { LuaScript } from './scripts/lua-script.js';
 
 /** Items of one batch script call at most (6 keys and about 8 arguments each). */
 const MAX_BATCH = 16;
@@ -19,7 +19,8 @@ interface BatchItem {
 
 /**
  * Calls of one per-lock script made in the same tick, sent together: alone as `single`, several as one call of
- * `batch` (see `batched` in lua-scripts.ts). Flushed on `process.nextTick`, which runs once the promise jobs of the
+ * `batch` (see `batched` in scripts/lua-script.ts). Flushed on `process.nextTick`, which runs once the promise jobs of
+ * the
  * current turn have run, so callers resumed by the same batch of replies ask together. Made by
  * `ScriptGateway.batcher`, which knows when batching applies.
  */

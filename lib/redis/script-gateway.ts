@@ -1,8 +1,8 @@
 import { Command } from 'ioredis';
 import type { RedisClient } from './connection.js';
-import type { AcquireReply, ReplicaWaitSettings } from './lock-store.js';
-import { sharded } from './lua-scripts.js';
-import type { LuaScript } from './lua-scripts.js';
+import type { AcquireReply, ReplicaWaitSettings } from '../store/lock-store.js';
+import { sharded } from './scripts/lua-script.js';
+import type { LuaScript } from './scripts/lua-script.js';
 import { NotReplicated, ReplicaAcks } from './replica-wait.js';
 import type { AckedReply } from './replica-wait.js';
 import { ScriptBatcher } from './script-batcher.js';
@@ -62,7 +62,7 @@ export class ScriptGateway {
 
   /**
    * A batcher that sends the calls of `single` made in one tick as one call of `batch` (see `batched` in
-   * lua-scripts.ts); `undefined` where batching does not apply (`batches`): the caller then uses `run`.
+   * scripts/lua-script.ts); `undefined` where batching does not apply (`batches`): the caller then uses `run`.
    */
   batcher(single: LuaScript, batch: LuaScript): ScriptBatcher | undefined {
     return this.batches ? new ScriptBatcher(single, batch, this.run) : undefined;

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import type { Cluster, RedisOptions } from 'ioredis';
-import type { ConnectionStateChange } from './lock-store.js';
+import type { ConnectionStateChange } from '../store/lock-store.js';
 import type { WakeUpChannels } from './lock-subscriber.js';
 
 /** Pause between two attempts to move lost subscriptions to the masters that now serve their slots. */

@@ -1,7 +1,7 @@
 import type { LockKeys } from './key-layout.js';
 import { modeCode } from './lock-script-codec.js';
-import type { WaitingCall, WaitingReply } from './lock-store.js';
-import { KEEP_WAITING, KEEP_WAITING_CROSS_SLOT } from './lua-scripts.js';
+import type { WaitingCall, WaitingReply } from '../store/lock-store.js';
+import { KEEP_WAITING, KEEP_WAITING_CROSS_SLOT } from './scripts/lock-scripts.js';
 import type { BatchScripts, NodeBatches } from './node-batches.js';
 import type { ScriptGateway } from './script-gateway.js';
 

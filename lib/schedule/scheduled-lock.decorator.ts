@@ -1,12 +1,11 @@
 import { LockConfigError } from '../errors/lock-config.error.js';
-import { DEFAULT_LOCK_SETTINGS, resolveAcquireOptions } from '../locking/lock-options.js';
+import { DEFAULT_LOCK_SETTINGS, resolveAcquireOptions } from '../locking/engine-settings.js';
 import { validateLockKey } from '../redis/key-layout.js';
+import { wrapMethod } from '../decorators/method-wrapper.js';
 import { FIRE_KEY_SEPARATOR, ScheduledJob } from './scheduled-job.js';
 import type { ScheduledLockOptions } from './scheduled-job.js';
 
 export type { ScheduledLockOptions } from './scheduled-job.js';
-
-type AnyMethod = (...args: unknown[]) => unknown;
 
 /**
  * Runs a scheduled method (`@Cron`, `@Interval` or `@Timeout` of `@nestjs/schedule`, in either decorator order) once
@@ -27,33 +26,25 @@ type AnyMethod = (...args: unknown[]) => unknown;
  */
 export function ScheduledLock(name?: string, options: ScheduledLockOptions = {}): MethodDecorator {
   return (target, propertyKey, descriptor) => {
-    const method = `${(target as { constructor: { name: string } }).constructor.name}.${String(propertyKey)}`;
-    const original = descriptor.value as unknown;
-    if (typeof original !== 'function') throw new LockConfigError(`@ScheduledLock on ${method}: not a method`, 'name');
-    const key = validateLockKey(`job:${name ?? method}`);
-    // The longest fire key (a tick's ISO time is 24 characters) must be a valid key too.
-    validateLockKey(`${key}${FIRE_KEY_SEPARATOR}${new Date(0).toISOString()}`);
-    try {
-      // At start-up, not at the first fire: an option that could never work fails the application, not each fire.
-      resolveAcquireOptions(
-        DEFAULT_LOCK_SETTINGS,
-        { holdAtLeastMs: options.holdAtLeastMs, leaseMs: options.leaseMs, autoExtend: options.autoExtend },
-        key,
-      );
-    } catch (err) {
-      if (!(err instanceof LockConfigError)) throw err;
-      throw new LockConfigError(`@ScheduledLock on ${method}: ${err.message}`, err.option, key);
-    }
-    const job = new ScheduledJob(method, key, options, original as AnyMethod);
-    const wrapper = function (this: unknown, ...args: unknown[]) {
-      return job.fire(wrapper, this, args);
-    };
-    Object.defineProperty(wrapper, 'name', { value: (original as AnyMethod).name });
-    Object.defineProperty(wrapper, 'length', { value: (original as AnyMethod).length });
-    // `@Cron` written below this decorator put its metadata on the original: keep it (written above, it lands here).
-    for (const metaKey of Reflect.getMetadataKeys(original))
-      Reflect.defineMetadata(metaKey, Reflect.getMetadata(metaKey, original), wrapper);
-    (descriptor as PropertyDescriptor).value = wrapper;
+    wrapMethod('ScheduledLock', 'name', target, propertyKey, descriptor, (method, original) => {
+      const key = validateLockKey(`job:${name ?? method}`);
+      // The longest fire key (a tick's ISO time is 24 characters) must be a valid key too.
+      validateLockKey(`${key}${FIRE_KEY_SEPARATOR}${new Date(0).toISOString()}`);
+      try {
+        // At start-up, not at the first fire: an option that could never work fails the application, not each fire.
+        resolveAcquireOptions(
+          DEFAULT_LOCK_SETTINGS,
+          { holdAtLeastMs: options.holdAtLeastMs, leaseMs: options.leaseMs, autoExtend: options.autoExtend },
+          key,
+        );
+      } catch (err) {
+        if (!(err instanceof LockConfigError)) throw err;
+        throw new LockConfigError(`@ScheduledLock on ${method}: ${err.message}`, err.option, key);
+      }
+      const job = new ScheduledJob(method, key, options, original);
+      // `@Cron` written below this decorator put its metadata on the original: the wrapper keeps it.
+      return (wrapper, self, args) => job.fire(wrapper, self, args);
+    });
     return descriptor;
   };
 }

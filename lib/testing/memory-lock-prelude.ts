@@ -1,9 +1,10 @@
-import { CLAIM_MS } from '../redis/lua-scripts.js';
+import { CLAIM_MS } from '../store/waiter-timing.js';
 import type { LockMode } from '../types/lock.types.js';
 import type { MemoryLockState, ScriptScope } from './memory-lock-world.js';
 
 /*
- * The helpers the Lua scripts share (the PRELUDE of `lib/redis/lua-scripts.ts`): purges of dead holders and
+ * The helpers the Lua scripts share (the LOCK_PRELUDE of `lib/redis/scripts/lock-prelude.ts`): purges of dead holders
+ * and
  * waiters, the end of a lock's state, and wake-ups. Sorted sets are Maps of member -> score.
  */
 

@@ -6,14 +6,14 @@ import type {
   ReleaseReply,
   WaitingCall,
   WaitingReply,
-} from '../redis/lock-store.js';
-import { CLAIM_MS, WAITER_LEASE_MS } from '../redis/lua-scripts.js';
+} from '../store/lock-store.js';
+import { CLAIM_MS, WAITER_LEASE_MS } from '../store/waiter-timing.js';
 import type { LockMode } from '../types/lock.types.js';
 import { dropHolds, liveCount, purge, purgeQueue, queueMember, settle, top, wake } from './memory-lock-prelude.js';
 import type { MemoryLockState, ScriptScope } from './memory-lock-world.js';
 
 /*
- * The Lua scripts of `lib/redis/lua-scripts.ts`, transliterated to run on a `MemoryLockState`. Each function is one
+ * The lock scripts of `lib/redis/scripts/`, transliterated to run on a `MemoryLockState`. Each function is one
  * script and runs without yielding, so it is as atomic as the script. Keep them in step with the Lua: the parity
  * suite (test/semantics) runs the same tests on both.
  */

@@ -12,13 +12,13 @@ import type {
   WaitingReply,
   WakeUp,
   WakeUpSubscription,
-} from '../redis/lock-store.js';
+} from '../store/lock-store.js';
 import type { LockHolderInfo, LockInfo, LockMode } from '../types/lock.types.js';
 import { LockError } from '../errors/lock.error.js';
 import { LockUnavailableError } from '../errors/lock-unavailable.error.js';
 import type { LockOperation } from '../errors/lock-unavailable.error.js';
-import { kindConflict } from '../redis/kind-conflict.js';
-import type { PermitStore } from '../redis/permit-store.js';
+import { kindConflict } from '../store/kind-conflict.js';
+import type { PermitStore } from '../store/permit-store.js';
 import * as scripts from './memory-lock-scripts.js';
 import { MemoryPermitStore } from './memory-permit-store.js';
 import { MemoryLockWorld } from './memory-lock-world.js';

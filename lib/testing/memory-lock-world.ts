@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
-import { DEFAULT_LOCK_SETTINGS } from '../locking/lock-options.js';
-import type { HolderIdentity, WakeUp } from '../redis/lock-store.js';
+import { DEFAULT_LOCK_SETTINGS } from '../locking/engine-settings.js';
+import type { HolderIdentity, WakeUp } from '../store/lock-store.js';
 
 /** @internal One holder of a lock (the Lua scripts' `h:<token>` field `count|seq|fence|since|info`). */
 export interface MemoryHolder {
@@ -18,7 +18,8 @@ export interface MemoryHolder {
 }
 
 /**
- * @internal The state of one lock, as the Lua scripts keep it in six Redis keys (see `lib/redis/lua-scripts.ts`). Times
+ * @internal The state of one lock, as the Lua scripts keep it in six Redis keys (see
+ * `lib/redis/scripts/lock-prelude.ts`). Times
  * are
  * on the world's monotonic clock, in milliseconds.
  */

@@ -1,4 +1,4 @@
-import { kindConflict } from '../redis/kind-conflict.js';
+import { kindConflict } from '../store/kind-conflict.js';
 import type {
   AcquireCall,
   AcquireReply,
@@ -6,10 +6,10 @@ import type {
   ReleaseReply,
   WaitingCall,
   WaitingReply,
-} from '../redis/lock-store.js';
-import { CLAIM_MS, WAITER_LEASE_MS } from '../redis/lua-scripts.js';
+} from '../store/lock-store.js';
+import { CLAIM_MS, WAITER_LEASE_MS } from '../store/waiter-timing.js';
 import type { LockHolderInfo } from '../types/lock.types.js';
-import type { PermitHolder } from '../redis/permit-store.js';
+import type { PermitHolder } from '../store/permit-store.js';
 import type { PermitInfo } from '../types/permit.types.js';
 import { liveCount, purge, purgeQueue } from './memory-lock-prelude.js';
 import type { MemoryLockState, ScriptScope } from './memory-lock-world.js';

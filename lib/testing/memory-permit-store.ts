@@ -13,8 +13,8 @@ import type {
   WaitingReply,
   WakeUp,
   WakeUpSubscription,
-} from '../redis/lock-store.js';
-import type { PermitHolder, PermitRef, PermitStore } from '../redis/permit-store.js';
+} from '../store/lock-store.js';
+import type { PermitHolder, PermitRef, PermitStore } from '../store/permit-store.js';
 import type { LockInfo, LockMode } from '../types/lock.types.js';
 import type { PermitInfo } from '../types/permit.types.js';
 import type { MemoryLockState, ScriptScope } from './memory-lock-world.js';

@@ -4,8 +4,8 @@
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { LockEngine } from '../../lib/locking/lock-engine.js';
-import { BOARD_KINDS } from '../../lib/observability/board-kinds.js';
-import { BoardSnapshots } from '../../lib/observability/board-snapshots.js';
+import { BOARD_KINDS } from '../../lib/read-model/kinds.js';
+import { BoardSnapshots } from '../../lib/read-model/snapshots.js';
 import { DEFAULT_LOCK_BOARD_SETTINGS } from '../../lib/board/lock-board-options.js';
 import { startRedisServer } from '../../tools/redis-server.mjs';
 

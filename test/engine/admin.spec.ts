@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { LockLostError } from '../../lib/errors/lock-lost.error.js';
 import type { LockEvents } from '../../lib/locking/lock-events.js';
-import { ACQUIRE } from '../../lib/redis/lua-scripts.js';
+import { ACQUIRE } from '../../lib/redis/scripts/lock-scripts.js';
 import { LockTestKit, abortedWithin, deferred, keysUnder, sleep } from '../support/lock-test-kit.js';
 
 describe('release by token, forced release, retried commands', () => {

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Redis } from 'ioredis';
 import type { LockEngine } from '../../lib/locking/lock-engine.js';
 import type { LockHandle } from '../../lib/types/lock.types.js';
-import * as scripts from '../../lib/redis/lua-scripts.js';
+import * as scripts from '../../lib/redis/scripts/lock-scripts.js';
+import { WAITER_HEARTBEAT_MS } from '../../lib/store/waiter-timing.js';
 import { LockTestKit, commandStats, keysUnder, sleep, track, until, withoutHarness } from '../support/lock-test-kit.js';
 
 /** Commands a client sends itself (Lua scripts cannot send these, except PUBLISH, which wakes waiters). */
@@ -186,7 +187,7 @@ describe('Redis commands per operation (private redis-server)', () => {
     expect(alone100 + alone1500).toBe(0);
     expect(contended100).toBeLessThanOrEqual(2);
     expect(contended1500).toBeGreaterThanOrEqual(5);
-    expect(contended1500).toBeLessThanOrEqual(Math.ceil(1_500 / scripts.WAITER_HEARTBEAT_MS) + 2);
+    expect(contended1500).toBeLessThanOrEqual(Math.ceil(1_500 / WAITER_HEARTBEAT_MS) + 2);
     // The wake-up PUBLISH runs inside the holder's release; the waiter's own round trips exclude it.
     const waiterOwn = { ...costs[0] };
     delete waiterOwn.publish;

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import type { LockHandle } from '../../lib/types/lock.types.js';
 import { LockTestKit, keysUnder, sleep, track, until } from '../support/lock-test-kit.js';
-import type { AcquireCall } from '../../lib/redis/lock-store.js';
+import type { AcquireCall } from '../../lib/store/lock-store.js';
 
 describe('read/write exclusion', () => {
   const kit = new LockTestKit();

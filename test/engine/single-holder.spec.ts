@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import type { Redis } from 'ioredis';
-import { ACQUIRE } from '../../lib/redis/lua-scripts.js';
+import { ACQUIRE } from '../../lib/redis/scripts/lock-scripts.js';
 import { LockTestKit, keysUnder, leaseExpiry, redisNames, sleep, track, until } from '../support/lock-test-kit.js';
 
 /** Redis server time in milliseconds. */

@@ -5,7 +5,7 @@ import { LockAcquireTimeoutError } from '../../lib/errors/lock-acquire-timeout.e
 import { LockError } from '../../lib/errors/lock.error.js';
 import { LockEngine } from '../../lib/locking/lock-engine.js';
 import type { LockEvents } from '../../lib/locking/lock-events.js';
-import { ACQUIRE } from '../../lib/redis/lua-scripts.js';
+import { ACQUIRE } from '../../lib/redis/scripts/lock-scripts.js';
 import type { LockHandle } from '../../lib/types/lock.types.js';
 import {
   LockTestKit,

@@ -9,10 +9,10 @@ import { LockLostError } from '../../lib/errors/lock-lost.error.js';
 import { LockUnavailableError } from '../../lib/errors/lock-unavailable.error.js';
 import { LockEngine } from '../../lib/locking/lock-engine.js';
 import type { LockEngineOptions } from '../../lib/locking/lock-engine.js';
-import type { AcquireCall } from '../../lib/redis/lock-store.js';
+import type { AcquireCall } from '../../lib/store/lock-store.js';
 import { LockService } from '../../lib/nest/lock.service.js';
 import { RedisLockModule } from '../../lib/nest/redis-lock.module.js';
-import { QuorumLockStore } from '../../lib/redis/quorum-lock-store.js';
+import { QuorumLockStore } from '../../lib/redis/quorum/quorum-lock-store.js';
 import type { WorkerTask } from '../fixtures/worker-protocol.js';
 import { RedisProcess, answersPing } from '../support/faults.js';
 import {

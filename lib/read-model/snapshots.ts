@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
-import type { BoardEngine, BoardKind, BoardReadContext } from './board-kinds.js';
-import type { BoardEntry, BoardSnapshot } from './board-snapshot.types.js';
+import type { BoardEngine, BoardKind, BoardReadContext } from './kinds.js';
+import type { BoardEntry, BoardSnapshot } from './snapshot.types.js';
 import { globEscape, scanKeys } from './key-scan.js';
 
 /** How snapshots are taken and shared (the board's and the CLI's options, defaults merged). */

@@ -1,7 +1,7 @@
-import type { LuaScript } from './lua-scripts.js';
-import { batched, crossSlot, luaScript, sharded } from './lua-scripts.js';
-import { renewScripts } from './lease-renewals.js';
-import type { RenewScripts } from './lease-renewals.js';
+import type { LuaScript } from './lua-script.js';
+import { batched, crossSlot, luaScript, sharded } from './lua-script.js';
+import { renewScripts } from '../lease-renewals.js';
+import type { RenewScripts } from '../lease-renewals.js';
 import {
   PERMIT_CANCEL_WAIT,
   PERMIT_FORCE_RELEASE,
@@ -206,7 +206,7 @@ return 1
 `,
 );
 
-/** `PERMIT_ACQUIRE` / `PERMIT_RELEASE` for several callers of one process at once (see `batched` in lua-scripts.ts). */
+/** `PERMIT_ACQUIRE` / `PERMIT_RELEASE` for several callers of one process at once (see `batched` in lua-script.ts). */
 export const PERMIT_ACQUIRE_BATCH = batched(PERMIT_ACQUIRE);
 export const PERMIT_RELEASE_BATCH = batched(PERMIT_RELEASE);
 

@@ -2,7 +2,8 @@ import { performance } from 'node:perf_hooks';
 import { Cluster } from 'ioredis';
 import type { Redis } from 'ioredis';
 import type { RedisClient } from '../redis/connection.js';
-import type { BoardScanFailure } from './board-snapshot.types.js';
+import { bounded } from '../common/async-limits.js';
+import type { BoardScanFailure } from './snapshot.types.js';
 
 /** How far one scan may go. */
 export interface ScanLimits {
@@ -126,13 +127,4 @@ function mastersOf(client: RedisClient): ScanNode[] {
 function labelOf(node: Redis): string {
   const { host, port, path } = node.options;
   return path ?? `${host ?? '127.0.0.1'}:${port ?? 6379}`;
-}
-
-/** `promise`, or a rejection once `ms` passed without an answer. */
-export function bounded<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} got no answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import type { LockEngine } from '../locking/lock-engine.js';
-import type { BoardEvent } from './board-snapshot.types.js';
+import type { BoardEvent } from '../read-model/snapshot.types.js';
 
 /** Events kept by default. */
 export const DEFAULT_RECENT_EVENTS = 50;

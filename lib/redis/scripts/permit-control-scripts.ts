@@ -1,7 +1,7 @@
-import { crossSlotVariant, luaScript } from './lua-scripts.js';
+import { crossSlotVariant, luaScript } from './lua-script.js';
 import { PERMIT_PRELUDE as PRELUDE } from './permit-prelude.js';
-import { waiterKeys } from './waiter-heartbeat.js';
-import type { HeartbeatScripts } from './waiter-heartbeat.js';
+import { waiterKeys } from '../waiter-heartbeat.js';
+import type { HeartbeatScripts } from '../waiter-heartbeat.js';
 
 // The semaphore scripts off the acquire/release path: a waiter's withdrawal and the waiters' heartbeat, and the
 // administrative force release and limit change. Key layout and helpers: `permit-prelude.ts`.
@@ -25,7 +25,8 @@ return removed
 );
 
 /**
- * Waiters' heartbeat (see KEEP_WAITING of `lua-scripts.ts`). KEYS: the 6 keys of each waiter's semaphore (one slot per
+ * Waiters' heartbeat (see KEEP_WAITING of `lock-control-scripts.ts`). KEYS: the 6 keys of each waiter's semaphore (one
+ * slot per
  * call; PERMIT_KEEP_WAITING_CROSS_SLOT for several slots of one Cluster node). ARGV: waiter id and '1' (fair) or '0'
  * of each. Returns per waiter 0 (not registered any more: attempt now), 1 (renewed) or 2
  * (woken, or within its claim window: attempt now).
@@ -71,7 +72,7 @@ return out
 /**
  * PERMIT_KEEP_WAITING for a Redis Cluster node: the waiters of one process on semaphores of several slots that one
  * master serves, in one call. ARGV: the 6 key names of each waiter's semaphore, then its id and fair flag, in eights.
- * See `crossSlotVariant` and KEEP_WAITING_CROSS_SLOT in lua-scripts.ts.
+ * See `crossSlotVariant` and KEEP_WAITING_CROSS_SLOT in lock-control-scripts.ts.
  */
 export const PERMIT_KEEP_WAITING_CROSS_SLOT = crossSlotVariant(
   PERMIT_KEEP_WAITING,

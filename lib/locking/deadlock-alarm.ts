@@ -17,7 +17,7 @@ export interface ProcessIdentity {
  * waiting longer than `waitWarningMs` (with the current holders' identities, read from Redis). `0` turns a
  * threshold off.
  */
-export class LockAlarm {
+export class DeadlockAlarm {
   private timer: NodeJS.Timeout | undefined;
   private readonly holdAlarmed = new WeakSet<Hold>();
 

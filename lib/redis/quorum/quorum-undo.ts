@@ -1,9 +1,9 @@
 import { performance } from 'node:perf_hooks';
-import type { AcquireCall, AcquireReply, LockRef, LockStoreContext } from './lock-store.js';
+import type { AcquireCall, AcquireReply, LockRef, LockStoreContext } from '../../store/lock-store.js';
 import { laneOf } from './quorum-masters.js';
 import type { Master, QuorumMasters } from './quorum-masters.js';
 import { sleep, within } from './quorum-outcomes.js';
-import { grantedReplyOf } from './replica-wait.js';
+import { grantedReplyOf } from '../replica-wait.js';
 
 /** Delay between two attempts of an undo on a master that did not answer, in milliseconds. */
 const UNDO_RETRY_MS = 250;

@@ -1,10 +1,10 @@
 import type { CallHandler, ExecutionContext, NestInterceptor } from '@nestjs/common';
 import { Observable, catchError, throwError } from 'rxjs';
-import { LockRegistry } from '../nest/lock-registry.js';
-import { runWithDeferredRelease, settleInBackground } from '../nest/locked-call.js';
-import type { DeferredRelease } from '../nest/locked-call.js';
-import { LOCKED_METADATA } from '../nest/locked-method.js';
-import type { LockedMethodSpec } from '../nest/locked-method.js';
+import { LockRegistry } from './lock-registry.js';
+import { runWithDeferredRelease, settleInBackground } from './locked-call.js';
+import type { DeferredRelease } from './locked-call.js';
+import { LOCKED_METADATA } from './locked-method.js';
+import type { LockedMethodSpec } from './locked-method.js';
 
 /**
  * Registered by the lock decorators on their method. For a handler Nest calls (HTTP, microservice, gateway), it

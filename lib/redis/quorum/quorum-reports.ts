@@ -1,12 +1,12 @@
-import { LockError } from '../errors/lock.error.js';
-import { LockUnavailableError } from '../errors/lock-unavailable.error.js';
-import type { LockOperation, LockUnavailableReason } from '../errors/lock-unavailable.error.js';
-import type { LockHolderInfo, LockInfo } from '../types/lock.types.js';
-import type { StorePing } from './lock-store.js';
+import { LockError } from '../../errors/lock.error.js';
+import { LockUnavailableError } from '../../errors/lock-unavailable.error.js';
+import type { LockOperation, LockUnavailableReason } from '../../errors/lock-unavailable.error.js';
+import type { LockHolderInfo, LockInfo } from '../../types/lock.types.js';
+import type { StorePing } from '../../store/lock-store.js';
 import { withoutDrift } from './quorum-grant.js';
 import type { QuorumMasters } from './quorum-masters.js';
 import { QuorumFailure } from './quorum-outcomes.js';
-import { TIMED_OUT } from './redis-failures.js';
+import { TIMED_OUT } from '../redis-failures.js';
 
 /**
  * The majority's view of a lock from the masters' `views`: the holders that a majority of all the masters have

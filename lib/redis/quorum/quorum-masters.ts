@@ -1,12 +1,12 @@
 import { performance } from 'node:perf_hooks';
 import type { Redis } from 'ioredis';
-import type { RedisConnectionInput } from './connection.js';
-import type { LockRef, LockStoreContext } from './lock-store.js';
+import type { RedisConnectionInput } from '../connection.js';
+import type { LockRef, LockStoreContext } from '../../store/lock-store.js';
 import { QuorumFailure, SUSPECT, within } from './quorum-outcomes.js';
 import type { Outcome } from './quorum-outcomes.js';
 import { validateQuorumInputs } from './quorum-inputs.js';
-import { TIMED_OUT } from './redis-failures.js';
-import { RedisLockStore } from './redis-lock-store.js';
+import { TIMED_OUT } from '../redis-failures.js';
+import { RedisLockStore } from '../redis-lock-store.js';
 
 /**
  * A per-master call gives up after this share of `commandTimeoutMs`, so the quorum decides before the engine's bound.

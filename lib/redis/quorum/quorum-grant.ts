@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import type { AcquireCall, AcquireReply, BlockedBy } from './lock-store.js';
+import type { AcquireCall, AcquireReply, BlockedBy } from '../../store/lock-store.js';
 import { laneOf } from './quorum-masters.js';
 import type { QuorumMasters } from './quorum-masters.js';
 import { sleep, within } from './quorum-outcomes.js';

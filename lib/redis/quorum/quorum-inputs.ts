@@ -1,5 +1,5 @@
 import { Cluster, Redis } from 'ioredis';
-import { LockConfigError } from '../errors/lock-config.error.js';
+import { LockConfigError } from '../../errors/lock-config.error.js';
 
 /**
  * Checks the masters of quorum mode before any connection is opened, and returns a label (`host:port`) for each.

@@ -1,7 +1,7 @@
-import type { LockError } from '../errors/lock.error.js';
-import type { LockOperation } from '../errors/lock-unavailable.error.js';
-import type { LockInfo, LockMode } from '../types/lock.types.js';
-import type { RedisClient, RedisConnectionInput } from './connection.js';
+import type { LockError } from '../../errors/lock.error.js';
+import type { LockOperation } from '../../errors/lock-unavailable.error.js';
+import type { LockInfo, LockMode } from '../../types/lock.types.js';
+import type { RedisClient, RedisConnectionInput } from '../connection.js';
 import type {
   AcquireCall,
   AcquireReply,
@@ -15,7 +15,7 @@ import type {
   WaitingReply,
   WakeUp,
   WakeUpSubscription,
-} from './lock-store.js';
+} from '../../store/lock-store.js';
 import { acquireOnQuorum, withDrift } from './quorum-grant.js';
 import { QuorumMasters, laneOf } from './quorum-masters.js';
 import { QuorumFailure, countOf, noop, throwRefusal } from './quorum-outcomes.js';

@@ -8,8 +8,8 @@ import {
   MIN_LEASE_MS,
   resolveAcquireOptions,
   resolveEngineSettings,
-} from './lock-options.js';
-import type { LockEngineSettings } from './lock-options.js';
+} from './engine-settings.js';
+import type { LockEngineSettings } from './engine-settings.js';
 import { defaultAppName } from './app-name.js';
 
 /** The error `fn` throws (fails the test when it throws nothing). */

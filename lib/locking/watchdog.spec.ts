@@ -1,10 +1,10 @@
 import { performance } from 'node:perf_hooks';
 import { afterEach, describe, expect, it, jest } from '@jest/globals';
-import type { LockLostReason } from '../../lib/errors/lock-lost.error.js';
-import { Hold } from '../../lib/locking/hold.js';
-import type { HoldOwner } from '../../lib/locking/hold.js';
-import { Watchdog } from '../../lib/locking/watchdog.js';
-import type { WatchdogTuning } from '../../lib/locking/watchdog.js';
+import type { LockLostReason } from '../errors/lock-lost.error.js';
+import { Hold } from './hold.js';
+import type { HoldOwner } from './hold.js';
+import { Watchdog } from './watchdog.js';
+import type { WatchdogTuning } from './watchdog.js';
 
 /*
  * Real time. Jest's fake timers fake `globalThis.performance` but not `performance` from `node:perf_hooks`, which

@@ -1,4 +1,4 @@
-import { CLAIM_MS, WAITER_LEASE_MS } from './lua-scripts.js';
+import { CLAIM_MS, WAITER_LEASE_MS } from '../../store/waiter-timing.js';
 
 /**
  * The semaphore's Lua scripts. A semaphore uses the key names of a lock on the same key (`key-layout.ts`), so a lock

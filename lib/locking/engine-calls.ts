@@ -1,19 +1,20 @@
 import { LockKeyError } from '../errors/lock-key.error.js';
 import { LockUnavailableError } from '../errors/lock-unavailable.error.js';
-import { validateLockKey } from '../redis/key-layout.js';
 import { performance } from 'node:perf_hooks';
 import { LockClosedError } from '../errors/lock-closed.error.js';
 import type { AcquireOptions, LockHandle } from '../types/lock.types.js';
 import type { Acquirer } from './acquisition.js';
 import { asError } from './lock-events.js';
-import { resolveAcquireOptions } from './lock-options.js';
-import type { LockEngineSettings } from './lock-options.js';
+import { resolveAcquireOptions } from './engine-settings.js';
+import type { LockEngineSettings } from './engine-settings.js';
 import { currentOwner } from './owner-context.js';
+import { lockOrder } from './lock-keys.js';
 import { errorText } from './lock-events.js';
-import type { LockLogger } from './lock-events.js';
+import type { LockEventBus, LockLogger } from './lock-events.js';
+import { acquireOrSkip, skipped } from './skipping.js';
 
-// Around each acquisition of `LockEngine`: the keys checked and put in lock order, and the engine's own bound on
-// the call (whatever path inside it is slow).
+// Around each acquisition of `LockEngine`: the keys put in lock order (`lock-keys.ts`), and the engine's own bound
+// on the call (whatever path inside it is slow).
 
 /** Slack on top of the documented bound of a call before the engine itself settles it, in milliseconds. */
 export const BOUND_MARGIN_MS = 50;
@@ -66,21 +67,6 @@ export function settleWithin(
   });
 }
 
-/** Every key of `input`, checked (holes in an array are checked as `undefined`, so they are rejected). */
-export function validateKeys(input: string | readonly string[]): readonly string[] {
-  if (!Array.isArray(input)) return [validateLockKey(input)];
-  const list = input as readonly unknown[];
-  if (list.length === 0) throw new LockKeyError('invalid lock keys: the array is empty', input);
-  const keys: string[] = [];
-  for (let i = 0; i < list.length; i++) keys.push(validateLockKey(list[i]));
-  return keys;
-}
-
-/** The lock order: unique keys, sorted, so two callers locking [a, b] and [b, a] cannot deadlock. */
-export function lockOrder(keys: readonly string[]): readonly string[] {
-  return keys.length === 1 ? keys : [...new Set(keys)].sort();
-}
-
 /** The acquisitions of one engine: each checked, bounded, and tracked so that `close` can wait for them. */
 export class EngineCalls {
   private readonly inflight = new Set<Promise<unknown>>();
@@ -122,6 +108,27 @@ export class EngineCalls {
       return Promise.reject(asError(err));
     }
     return this.track(acquisition, boundMs, first);
+  }
+
+  /**
+   * The decorators' acquisition for checked keys: waits (`ifLocked: 'wait'`), or one attempt that resolves `null`
+   * after a `skipped` event when the lock is busy (and, unless `failWhenUnavailable`, when Redis cannot be reached:
+   * then it rejects as `tryAcquire` does).
+   */
+  runOrSkip(
+    keys: readonly string[],
+    options: AcquireOptions | undefined,
+    events: LockEventBus,
+    failWhenUnavailable: boolean,
+  ): Promise<LockHandle | null> {
+    if (options?.ifLocked !== 'skip') return this.run(() => keys, options, true);
+    const what = skipped(keys, options, this.instanceId);
+    const attempt = () => this.run(() => keys, options, false);
+    if (!failWhenUnavailable) return acquireOrSkip(attempt, events, what);
+    return attempt().then((handle) => {
+      if (!handle) events.emit('skipped', { ...what, reason: 'busy' });
+      return handle;
+    });
   }
 
   /**

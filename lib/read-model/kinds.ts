@@ -4,8 +4,8 @@ import { lockKeys } from '../redis/key-layout.js';
 import { LockConfigError } from '../errors/lock-config.error.js';
 import type { LockInfo } from '../types/lock.types.js';
 import type { PermitInfo } from '../types/permit.types.js';
-import type { BoardEntry, BoardHolder, WaitAgeSource } from './board-snapshot.types.js';
-import { bounded } from './key-scan.js';
+import type { BoardEntry, BoardHolder, WaitAgeSource } from './snapshot.types.js';
+import { bounded, mapLimited } from '../common/async-limits.js';
 
 /** What the board and the CLI need of a lock engine (internal members included). */
 export type BoardEngine = Pick<
@@ -204,18 +204,4 @@ async function fairQueueAges(context: BoardReadContext, keys: readonly string[])
     }
   });
   return ages;
-}
-
-/** `fn` over `items`, at most `limit` at a time, results in order; rejects with the first failure. */
-export async function mapLimited<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out = new Array<R>(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
 }
