@@ -12,4 +12,8 @@ export interface RedisServerProcess {
 export function findRedisServer(): string | null;
 export function ensureRedisServer(options?: { log?: (line: string) => void }): string;
 export function freePort(): Promise<number>;
-export function startRedisServer(options?: { port?: number; args?: string[] }): Promise<RedisServerProcess>;
+export function startRedisServer(options?: {
+  port?: number;
+  args?: string[];
+  env?: Record<string, string>;
+}): Promise<RedisServerProcess>;

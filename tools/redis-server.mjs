@@ -57,10 +57,10 @@ export function freePort() {
 function waitForReady(child, port) {
   return new Promise((resolve, reject) => {
     let out = '';
-    const timer = setTimeout(
-      () => fail(new Error(`redis-server on port ${port} did not start in 10 s:\n${out}`)),
-      10_000,
-    );
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL'); // a server that hangs at start must not outlive the attempt
+      fail(new Error(`redis-server on port ${port} did not start in 10 s:\n${out}`));
+    }, 10_000);
     const onData = (chunk) => {
       out += chunk.toString();
       if (out.includes('Ready to accept connections')) {
@@ -87,9 +87,10 @@ function waitForReady(child, port) {
 /**
  * Starts a redis-server without persistence on a free loopback port (or `port`).
  * Returns `{ url, port, pid, dir, stop(), stopSync(), restart() }`; `restart()` keeps the port and loses the data;
- * `stopSync()` kills the server and removes its folder without waiting (for a process `exit` handler).
+ * `stopSync()` kills the server and removes its folder without waiting (for a process `exit` handler). `env`: more
+ * environment variables for the server (e.g. libfaketime's, to shift its clock).
  */
-export async function startRedisServer({ port, args = [] } = {}) {
+export async function startRedisServer({ port, args = [], env } = {}) {
   const bin = ensureRedisServer();
   const chosen = port ?? (await freePort());
   const dir = mkdtempSync(join(tmpdir(), 'nest-redis-locks-'));
@@ -98,7 +99,7 @@ export async function startRedisServer({ port, args = [] } = {}) {
     child = spawn(
       bin,
       ['--port', String(chosen), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...args],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
+      { stdio: ['ignore', 'pipe', 'inherit'], env: env ? { ...process.env, ...env } : process.env },
     );
     await waitForReady(child, chosen);
   };

@@ -11,7 +11,8 @@ export const MAX_KEY_BYTES = 1024;
  * - `readers` sorted set: waiting reader id -> registration expiry;
  * - `queue` sorted set: fair waiter `<w|r>:<id>` -> arrival time (µs), the FIFO order;
  * - `deadlines` sorted set: fair waiter -> registration expiry (a dead waiter drops out of the queue);
- * - `channel` pub/sub channel for wake-ups: `<state>:ch` (the scripts derive it from KEYS[1] the same way).
+ * - `channel` pub/sub channel for wake-ups: `<state>:ch` (the scripts derive it from KEYS[1] the same way);
+ * - `fence` string: the last fencing token issued, kept after the state is gone (`FENCE_MEMORY_MS`).
  */
 export interface LockKeys {
   readonly key: string;
@@ -22,8 +23,11 @@ export interface LockKeys {
   readonly queue: string;
   readonly deadlines: string;
   readonly channel: string;
+  readonly fence: string;
   /** The six keys every per-lock script takes, in order. */
   readonly all: readonly string[];
+  /** The keys of an acquisition (ACQUIRE, PERMIT_ACQUIRE): `all`, then `fence`. */
+  readonly granting: readonly string[];
 }
 
 /** Throws `LockKeyError` unless `key` is a non-empty string of at most 1024 bytes that can form a hash tag. */
@@ -68,6 +72,7 @@ export function lockKeys(prefix: string, key: string, channelPrefix = ''): LockK
   const readers = `${base}:rq`;
   const queue = `${base}:fq`;
   const deadlines = `${base}:fd`;
+  const fence = `${base}:fence`;
   return {
     key,
     state,
@@ -77,7 +82,9 @@ export function lockKeys(prefix: string, key: string, channelPrefix = ''): LockK
     queue,
     deadlines,
     channel: `${channelPrefix}${base}:ch`,
+    fence,
     all: [state, leases, writers, readers, queue, deadlines],
+    granting: [state, leases, writers, readers, queue, deadlines, fence],
   };
 }
 

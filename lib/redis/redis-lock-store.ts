@@ -149,13 +149,13 @@ export class RedisLockStore implements LockStore {
     if (this.gateway.acks) return this.acquireAcked(names, args);
     // No `async`/`await` on the hot path: each costs a promise and a microtask per call.
     const reply = (raw: unknown) => acquireReply(raw, names.key);
-    if (this.acquires) return this.acquires.call(names.all, args).then(reply);
-    return this.gateway.run(ACQUIRE, names.all, args).then(reply);
+    if (this.acquires) return this.acquires.call(names.granting, args).then(reply);
+    return this.gateway.run(ACQUIRE, names.granting, args).then(reply);
   }
 
   /** ACQUIRE followed by `WAIT` (`waitForReplicas`). */
   private async acquireAcked(names: LockKeys, args: readonly (string | number)[]): Promise<AcquireReply> {
-    const acked = await this.gateway.runAcked(ACQUIRE, names.all, args);
+    const acked = await this.gateway.runAcked(ACQUIRE, names.granting, args);
     const reply = acquireReply(acked.reply, names.key);
     // Only a grant needs the replicas: a refusal changed nothing a failover could lose that matters.
     const short = reply.granted ? this.gateway.shortfall(acked, reply) : undefined;

@@ -93,8 +93,8 @@ export class RedisPermitStore implements PermitStore {
     const gateway = this.locks.gateway;
     // Acquisitions asked for in one tick go out as one script call where batching applies (as the locks').
     const acked = this.acquires
-      ? { reply: await this.acquires.call(ref.all, args), acked: 0, wanted: 0 }
-      : await gateway.runAcked(PERMIT_ACQUIRE, ref.all, args);
+      ? { reply: await this.acquires.call(ref.granting, args), acked: 0, wanted: 0 }
+      : await gateway.runAcked(PERMIT_ACQUIRE, ref.granting, args);
     const { reply, limit } = permitReply(ref.key, acked.reply);
     this.remember(ref.key, limit);
     const short = reply.granted ? gateway.shortfall(acked, reply) : undefined;

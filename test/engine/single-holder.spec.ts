@@ -24,7 +24,7 @@ describe('single-holder form', () => {
     const engine = kit.engine({ redis: url });
     const redis = kit.redis(url);
     const names = redisNames(engine.settings.keyPrefix, 'k');
-    const keys = [names.state, names.leases, names.writers, names.readers, names.queue, names.deadlines];
+    const keys = names.granting;
     const acquire = (args: string[]) => redis.eval(ACQUIRE.source, keys.length, ...keys, ...args);
     const [a, b] = ['a', 'b'].map((ch) => ch.repeat(32));
     expect(await acquire([a, 'r', '200', '1', 'host|1|app|a', '', ''])).toEqual([1, expect.any(Number), 0]);

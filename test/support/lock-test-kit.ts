@@ -101,10 +101,10 @@ export class LockTestKit {
 
   /**
    * A private redis-server (so command counts and DBSIZE are not shared with parallel tests), stopped last; `args` are
-   * added to its command line.
+   * added to its command line, `env` to its environment.
    */
-  async server(args: readonly string[] = []): Promise<RedisServerProcess> {
-    const server = await startRedisServer({ args: [...args] });
+  async server(args: readonly string[] = [], env?: Record<string, string>): Promise<RedisServerProcess> {
+    const server = await startRedisServer({ args: [...args], env });
     this.servers.push(server);
     return server;
   }

@@ -1,10 +1,12 @@
 import { batched, luaScript as script } from './lua-script.js';
 import { LOCK_PRELUDE as PRELUDE } from './lock-prelude.js';
+import { FENCE_MEMORY_MS } from '../../store/fence-memory.js';
 
 /**
  * Acquire or re-enter a hold.
  * KEYS: state, leases, writers, readers, fair queue (member '<w|r>:<waiter id>' -> arrival, µs),
- *       fair deadlines (same members -> registration expiry, ms).
+ *       fair deadlines (same members -> registration expiry, ms), fence tombstone (the last fencing token issued,
+ *       kept `leaseMs + FENCE_MEMORY_MS` after each grant, so a token never goes back with the server's clock).
  * ARGV: 1 token, 2 mode ('w'|'r') followed by any flags: 'e' = re-entry only (fail with blockedBy 4 unless the
  *       token already holds the lock), 'f' = fair: queue in arrival order; 3 leaseMs, 4 seq, 5 holder info,
  *       6 waiter id ('' = do not register as a waiter), 7 write token the caller holds on this key (absent or '' if
@@ -17,6 +19,7 @@ import { LOCK_PRELUDE as PRELUDE } from './lock-prelude.js';
 export const ACQUIRE = script(
   'acquire',
   `
+local FENCE_MEMORY_MS = ${FENCE_MEMORY_MS}
 local token, flags, lease, seq = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local mode, waiter, downgrade = string.sub(flags, 1, 1), ARGV[6], ARGV[7] or ''
 local fair = string.find(flags, 'f', 2, true) ~= nil
@@ -49,6 +52,7 @@ if not reentry then
       redis.call('ZADD', KEYS[2], now + lease, token)
       redis.call('PEXPIREAT', KEYS[1], now + lease, 'GT')
       redis.call('PEXPIREAT', KEYS[2], now + lease, 'GT')
+      redis.call('SET', KEYS[7], f, 'PX', lease + FENCE_MEMORY_MS)
       return {1, fence, 0}
     end
   elseif redis.call('EXISTS', KEYS[1], KEYS[5]) == 0 then
@@ -60,8 +64,14 @@ if not reentry then
   end
 end
 if free then
-  -- The fencing token, Redis time in µs, as digits (the same as string.format('%.0f', nowus), for less).
-  local f = t[1] .. string.sub(1000000 + t[2], 2)
+  -- The fencing token: Redis time in µs, as digits (the same as string.format('%.0f', nowus), for less), or past
+  -- the last token the key issued, which its tombstone (KEYS[7]) keeps after the state is gone.
+  local f, fence = t[1] .. string.sub(1000000 + t[2], 2), nowus
+  local last = tonumber(redis.call('GET', KEYS[7]) or '0')
+  if last >= fence then
+    fence = last + 1
+    f = string.format('%.0f', fence)
+  end
   if mode == 'w' then
     redis.call('HSET', KEYS[1], field, '1|' .. seq .. '|' .. f .. '|' .. now .. '|' .. ARGV[5], 'f', f, 'w', token)
   else
@@ -70,7 +80,8 @@ if free then
   -- Single-holder form: the lease is the state's own expiry.
   redis.call('PEXPIREAT', KEYS[1], now + lease)
   if drop then redis.call('ZREM', mode == 'w' and KEYS[3] or KEYS[4], waiter) end
-  return {1, nowus, 0}
+  redis.call('SET', KEYS[7], f, 'PX', lease + FENCE_MEMORY_MS)
+  return {1, fence, 0}
 end
 ` +
     PRELUDE +
@@ -141,11 +152,12 @@ end
 if blocked == 0 and ahead and not (mode == 'r' and writer and writer == downgrade) then blocked = 5 end
 
 if blocked == 0 then
-  local last = tonumber(redis.call('HGET', K.state, 'f') or '0')
+  local last = tonumber(redis.call('HGET', K.state, 'f') or redis.call('GET', K.fence) or '0')
   local fence = nowus
   if last >= fence then fence = last + 1 end
   local f = fmt(fence)
   redis.call('HSET', K.state, field, '1|' .. seq .. '|' .. f .. '|' .. now .. '|' .. ARGV[5], 'f', f)
+  redis.call('SET', K.fence, f, 'PX', lease + FENCE_MEMORY_MS)
   if mode == 'w' then redis.call('HSET', K.state, 'w', token) end
   redis.call('ZADD', K.leases, now + lease, token)
   settle(K)
@@ -198,4 +210,4 @@ return {0, waitMs, blocked}
 );
 
 /** `ACQUIRE` for several locks of one process at once (see `batched`). */
-export const ACQUIRE_BATCH = batched(ACQUIRE);
+export const ACQUIRE_BATCH = batched(ACQUIRE, 7);

@@ -72,10 +72,11 @@ export function sharded(base: LuaScript): LuaScript {
  * the same tick: `base`'s very source runs once per item, as a local function of that item's KEYS and ARGV, so each
  * item behaves exactly as its own call would (items are applied in order; a failing item fails the call, leaving
  * the earlier items applied, as separate calls would have been).
- * KEYS: the 6 keys of each item, in order. ARGV: 1 item count, then per item its argument count and arguments.
+ * KEYS: the `keysPerItem` keys of each item, in order. ARGV: 1 item count, then per item its argument count and arguments.
  * Returns the items' replies, in order.
  */
-export function batched(base: LuaScript): LuaScript {
+export function batched(base: LuaScript, keysPerItem = 6): LuaScript {
+  const keys = Array.from({ length: keysPerItem }, (_, i) => `KEYS[k + ${i + 1}]`).join(', ');
   return script(
     `${base.name}-batch`,
     `
@@ -87,8 +88,8 @@ for i = 1, tonumber(ARGV[1]) do
   local argc = tonumber(ARGV[a])
   local args = {}
   for j = 1, argc do args[j] = ARGV[a + j] end
-  out[i] = one({ KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6] }, args)
-  k, a = k + 6, a + 1 + argc
+  out[i] = one({ ${keys} }, args)
+  k, a = k + ${keysPerItem}, a + 1 + argc
 end
 return out
 `,

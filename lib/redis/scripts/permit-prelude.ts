@@ -33,7 +33,7 @@ local function clock()
 end
 
 local function permitKeys(keys)
-  return { state = keys[1], leases = keys[2], waiters = keys[3], queue = keys[5], deadlines = keys[6], channel = keys[1] .. ':ch' }
+  return { state = keys[1], leases = keys[2], waiters = keys[3], queue = keys[5], deadlines = keys[6], channel = keys[1] .. ':ch', fence = keys[7] }
 end
 
 local function fmt(n) return string.format('%.0f', n) end

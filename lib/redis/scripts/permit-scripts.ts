@@ -11,6 +11,7 @@ import {
   PERMIT_SET_LIMIT,
 } from './permit-control-scripts.js';
 import { PERMIT_PRELUDE as PRELUDE } from './permit-prelude.js';
+import { FENCE_MEMORY_MS } from '../../store/fence-memory.js';
 
 // The semaphore scripts of holding a permit: acquire, release, renew, extend (key layout and helpers:
 // `permit-prelude.ts`; withdrawal, heartbeat and administration: `permit-control-scripts.ts`).
@@ -25,6 +26,7 @@ import { PERMIT_PRELUDE as PRELUDE } from './permit-prelude.js';
 export const PERMIT_ACQUIRE = luaScript(
   'permit-acquire',
   `
+local FENCE_MEMORY_MS = ${FENCE_MEMORY_MS}
 local token, flags, lease, seq, info, waiter = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6]
 local st = redis.call('HMGET', KEYS[1], 'n', 'pf', 'f', 'h:' .. token)
 if not st[1] and st[3] then return {-1, 0, 0, 0} end
@@ -39,8 +41,10 @@ if redis.call('EXISTS', KEYS[3], KEYS[5]) == 0 then
   local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
   local used = first[2] and redis.call('ZCARD', KEYS[2]) or 0
   if (not first[2] or tonumber(first[2]) > now) and used < limit then
+    -- Past the last token: the state's, or its tombstone's (KEYS[7]) once the state is gone.
+    local last = tonumber(st[2] or redis.call('GET', KEYS[7]) or '0')
     local fence = nowus
-    if tonumber(st[2] or '0') >= fence then fence = tonumber(st[2]) + 1 end
+    if last >= fence then fence = last + 1 end
     local f = string.format('%.0f', fence)
     local e = now + lease
     redis.call('HSET', KEYS[1], 'h:' .. token, '1|' .. seq .. '|' .. f .. '|' .. now .. '|' .. info, 'pf', f, 'n', limit)
@@ -48,6 +52,7 @@ if redis.call('EXISTS', KEYS[3], KEYS[5]) == 0 then
     -- A key that existed has an expiry (the scripts always set one): only ever moved later. A new one gets it.
     if used > 0 then redis.call('PEXPIREAT', KEYS[2], e, 'GT') else redis.call('PEXPIREAT', KEYS[2], e) end
     if st[1] then redis.call('PEXPIREAT', KEYS[1], e, 'GT') else redis.call('PEXPIREAT', KEYS[1], e) end
+    redis.call('SET', KEYS[7], f, 'PX', lease + FENCE_MEMORY_MS)
     return {1, fence, 0, limit}
   end
 end
@@ -75,10 +80,11 @@ if used >= limit then blocked = 1 elseif ahead then blocked = 5 end
 
 if blocked == 0 then
   local fence = nowus
-  local last = tonumber(st[2] or '0')
+  local last = tonumber(st[2] or redis.call('GET', K.fence) or '0')
   if last >= fence then fence = last + 1 end
   local f = fmt(fence)
   redis.call('HSET', K.state, 'h:' .. token, '1|' .. seq .. '|' .. f .. '|' .. now .. '|' .. info, 'pf', f, 'n', limit)
+  redis.call('SET', K.fence, f, 'PX', lease + FENCE_MEMORY_MS)
   redis.call('ZADD', K.leases, now + lease, token)
   if waiter ~= '' then redis.call('ZREM', K.waiters, waiter) end
   if queued then
@@ -207,7 +213,7 @@ return 1
 );
 
 /** `PERMIT_ACQUIRE` / `PERMIT_RELEASE` for several callers of one process at once (see `batched` in lua-script.ts). */
-export const PERMIT_ACQUIRE_BATCH = batched(PERMIT_ACQUIRE);
+export const PERMIT_ACQUIRE_BATCH = batched(PERMIT_ACQUIRE, 7);
 export const PERMIT_RELEASE_BATCH = batched(PERMIT_RELEASE);
 
 /** Every semaphore script (the SHA → source lookup adds their Cluster variants). */
