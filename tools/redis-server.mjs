@@ -1,7 +1,7 @@
 // Starts throwaway redis-server processes on free loopback ports, for the tests, the sample app and the
 // benchmarks. Plain ESM JavaScript so that it runs before anything is compiled.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,8 +10,20 @@ const INSTALL_HINT =
   'redis-server was not found: install it with `sudo apt-get install -y redis-server` (Debian/Ubuntu) ' +
   'or `brew install redis` (macOS), or point REDIS_URL at a running Redis 7.0+';
 
-/** The path of redis-server, or null when it is not installed. */
+/**
+ * The path of redis-server, or null when it is not installed. `REDIS_SERVER_BIN`, when set, names the binary to use
+ * (another build or version); it must exist, or this throws rather than fall back to another server.
+ */
 export function findRedisServer() {
+  const chosen = process.env.REDIS_SERVER_BIN;
+  if (chosen) {
+    try {
+      accessSync(chosen, constants.X_OK);
+    } catch {
+      throw new Error(`REDIS_SERVER_BIN=${chosen} is not an executable redis-server`);
+    }
+    return chosen;
+  }
   const found = spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' });
   const path = found.stdout.trim();
   return found.status === 0 && path ? path : null;

@@ -3,10 +3,10 @@
 // scenario (bench/scenarios/topologies.scenario.ts, compiled by tsconfig.bench.json) both build on it.
 import { execFile, spawn, spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { accessSync, constants, mkdirSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import type { Cluster } from 'ioredis';
@@ -26,6 +26,30 @@ export function which(name: string): string | null {
   const found = spawnSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8' });
   const path = found.stdout.trim();
   return found.status === 0 && path ? path : null;
+}
+
+function executable(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The path of a Redis program, or null. With `REDIS_SERVER_BIN` set (the redis-server build the tests run against,
+ * as tools/redis-server.mjs reads it), `redis-server` is that binary and the other programs come from its directory;
+ * a `redis-cli` missing there is taken from the PATH, a `redis-sentinel` is not (the caller runs
+ * `redis-server --sentinel`, so the sentinels are the same build). Without it, every program comes from the PATH.
+ */
+export function redisProgram(name: 'redis-server' | 'redis-cli' | 'redis-sentinel'): string | null {
+  const chosen = process.env.REDIS_SERVER_BIN;
+  if (!chosen) return which(name);
+  if (name === 'redis-server') return executable(chosen) ? chosen : null;
+  const sibling = join(dirname(chosen), name);
+  if (executable(sibling)) return sibling;
+  return name === 'redis-cli' ? which(name) : null;
 }
 
 /** Whether a redis-server at `host:port` answers PING within `timeoutMs` (one fresh connection, no retries). */
@@ -259,7 +283,9 @@ export async function startClusterNodes(
     }),
   );
   const list = nodes.map(({ port }) => ({ host: HOST, port }));
-  await run('redis-cli', [
+  const cli = redisProgram('redis-cli');
+  if (!cli) throw new Error('redis-cli is not installed (apt-get install -y redis-tools)');
+  await run(cli, [
     '--cluster',
     'create',
     ...list.map((n) => `${n.host}:${n.port}`),
