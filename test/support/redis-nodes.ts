@@ -190,6 +190,20 @@ export async function command(port: number, args: readonly (string | number)[], 
   }
 }
 
+/**
+ * Resolves once every replica of the master at `port` has acknowledged the whole replication stream the master had
+ * written when this was called: the acknowledged offset of each replica in the master's `INFO replication` against
+ * its `master_repl_offset`. (`WAIT` on a connection of its own is no such check: it waits for the writes made on
+ * that connection only, none, and Redis 7.4 and Valkey 8 answer it at once.) `info` reads `INFO replication`.
+ */
+export async function replicasCaughtUp(info: () => Promise<string>, timeoutMs = 5_000): Promise<void> {
+  const target = Number(/^master_repl_offset:(\d+)/m.exec(await info())?.[1] ?? 0);
+  await poll(`the replicas to acknowledge offset ${target}`, timeoutMs, async () => {
+    const acked = [...(await info()).matchAll(/^slave\d+:.*\boffset=(\d+)/gm)].map((m) => Number(m[1]));
+    return acked.length > 0 && acked.every((offset) => offset >= target) ? true : undefined;
+  });
+}
+
 /** Polls `check` every 50 ms until it returns a value other than `undefined`; throws after `timeoutMs`. */
 export async function poll<T>(what: string, timeoutMs: number, check: () => Promise<T | undefined>): Promise<T> {
   const deadline = performance.now() + timeoutMs;

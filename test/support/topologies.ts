@@ -18,6 +18,7 @@ import {
   freePorts,
   poll,
   redisProgram,
+  replicasCaughtUp,
   run,
   startClusterNodes,
 } from './redis-nodes.js';
@@ -155,11 +156,9 @@ export class RedisCluster extends Topology {
     return { host: m[1], port: Number(m[2]) };
   }
 
-  /** Resolves once `master`'s replica acknowledged every write so far (`WAIT 1`); throws if it did not in time. */
+  /** Resolves once `master`'s replica acknowledged every write the master had made; throws if not in time. */
   async replicated(master: NodeAddress, timeoutMs = 5_000): Promise<void> {
-    const acked = Number(await command(master.port, ['WAIT', 1, timeoutMs], timeoutMs + 1_000));
-    if (acked < 1)
-      throw new Error(`the replica of ${master.host}:${master.port} did not acknowledge within ${timeoutMs} ms`);
+    await replicasCaughtUp(async () => String(await command(master.port, ['INFO', 'replication'])), timeoutMs);
   }
 
   /**
