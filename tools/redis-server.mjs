@@ -53,6 +53,27 @@ export function ensureRedisServer({ log = console.error } = {}) {
   return installed;
 }
 
+/**
+ * `null` when the redis-server was built with TLS, otherwise the server's own words for why not (a build without
+ * `BUILD_TLS`, as Redis and Valkey build by default), for a skip that says why. It starts the server with a TLS port
+ * and certificate files that do not exist: a TLS build fails on those files, a build without TLS before them.
+ */
+export function redisServerTlsSupport() {
+  const bin = findRedisServer();
+  if (!bin) return 'redis-server is not installed';
+  const dir = mkdtempSync(join(tmpdir(), 'nest-redis-locks-tls-probe-'));
+  try {
+    const missing = join(dir, 'missing.pem');
+    const args = ['--port', '0', '--tls-port', '1', '--tls-cert-file', missing, '--tls-key-file', missing];
+    const out = spawnSync(bin, [...args, '--dir', dir, '--save', ''], { encoding: 'utf8', timeout: 5_000 });
+    const said = `${out.stdout ?? ''}${out.stderr ?? ''}`;
+    const line = /^.*(TLS support|built with TLS|connection type tls).*$/im.exec(said)?.[0];
+    return line ? `${bin} has no TLS: ${line.replace(/^\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+[#*.-]\s*/, '')}` : null;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 /** A free TCP port on 127.0.0.1. */
 export function freePort() {
   return new Promise((resolve, reject) => {
