@@ -11,6 +11,7 @@ export interface RedisServerProcess {
 }
 export function findRedisServer(): string | null;
 export function ensureRedisServer(options?: { log?: (line: string) => void }): string;
+export function redisServerTlsSupport(): string | null;
 export function freePort(): Promise<number>;
 export function startRedisServer(options?: {
   port?: number;

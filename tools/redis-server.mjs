@@ -1,7 +1,7 @@
 // Starts throwaway redis-server processes on free loopback ports, for the tests, the sample app and the
 // benchmarks. Plain ESM JavaScript so that it runs before anything is compiled.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,8 +10,20 @@ const INSTALL_HINT =
   'redis-server was not found: install it with `sudo apt-get install -y redis-server` (Debian/Ubuntu) ' +
   'or `brew install redis` (macOS), or point REDIS_URL at a running Redis 7.0+';
 
-/** The path of redis-server, or null when it is not installed. */
+/**
+ * The path of redis-server, or null when it is not installed. `REDIS_SERVER_BIN`, when set, names the binary to use
+ * (another build or version); it must exist, or this throws rather than fall back to another server.
+ */
 export function findRedisServer() {
+  const chosen = process.env.REDIS_SERVER_BIN;
+  if (chosen) {
+    try {
+      accessSync(chosen, constants.X_OK);
+    } catch {
+      throw new Error(`REDIS_SERVER_BIN=${chosen} is not an executable redis-server`);
+    }
+    return chosen;
+  }
   const found = spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' });
   const path = found.stdout.trim();
   return found.status === 0 && path ? path : null;
@@ -39,6 +51,27 @@ export function ensureRedisServer({ log = console.error } = {}) {
   const installed = findRedisServer();
   if (!installed) throw new Error(INSTALL_HINT);
   return installed;
+}
+
+/**
+ * `null` when the redis-server was built with TLS, otherwise the server's own words for why not (a build without
+ * `BUILD_TLS`, as Redis and Valkey build by default), for a skip that says why. It starts the server with a TLS port
+ * and certificate files that do not exist: a TLS build fails on those files, a build without TLS before them.
+ */
+export function redisServerTlsSupport() {
+  const bin = findRedisServer();
+  if (!bin) return 'redis-server is not installed';
+  const dir = mkdtempSync(join(tmpdir(), 'nest-redis-locks-tls-probe-'));
+  try {
+    const missing = join(dir, 'missing.pem');
+    const args = ['--port', '0', '--tls-port', '1', '--tls-cert-file', missing, '--tls-key-file', missing];
+    const out = spawnSync(bin, [...args, '--dir', dir, '--save', ''], { encoding: 'utf8', timeout: 5_000 });
+    const said = `${out.stdout ?? ''}${out.stderr ?? ''}`;
+    const line = /^.*(TLS support|built with TLS|connection type tls).*$/im.exec(said)?.[0];
+    return line ? `${bin} has no TLS: ${line.replace(/^\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+[#*.-]\s*/, '')}` : null;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** A free TCP port on 127.0.0.1. */

@@ -13,9 +13,9 @@ import {
   command,
   freePorts,
   poll,
+  redisProgram,
   serverArgs,
   startClusterNodes,
-  which,
 } from '../../test/support/redis-nodes.js';
 import type { NodeAddress } from '../../test/support/redis-nodes.js';
 
@@ -105,7 +105,7 @@ function installHooks(): void {
 }
 
 function redisServer(): string {
-  const bin = which('redis-server');
+  const bin = redisProgram('redis-server');
   if (!bin) throw new Error('redis-server is not installed (apt-get install -y redis-server)');
   return bin;
 }

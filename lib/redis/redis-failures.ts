@@ -19,18 +19,33 @@ export interface RedisFailure {
 export type ScriptSourceLookup = (sha: string) => string | undefined;
 
 /**
+ * The code of a Redis error reply: its first word (`NOPERM`, `NOSCRIPT`, `READONLY`, `ERR`, …), or undefined when
+ * `err` is no error reply. Decisions rest on the code, which every server version spells the same, not on the
+ * wording after it, which versions change (Valkey's NOSCRIPT has no "Please use EVAL.", for one).
+ */
+export function redisErrorCode(err: unknown): string | undefined {
+  const message = err instanceof Error ? err.message : String(err);
+  const code = /^([A-Z]{3,})[ :]/.exec(message)?.[1];
+  if (code) return code;
+  return err instanceof Error && err.name === 'ReplyError' ? 'ERR' : undefined;
+}
+
+/**
  * Classifies an error of a Redis command: an ACL denial (naming the missing command, key or channel right), another
  * error reply (`READONLY`, `OOM`, `BUSY`, …: refused), or a connection failure (unreachable).
  */
 export function classifyRedisError(err: unknown, scripts: ScriptSourceLookup, keyPrefix: string): RedisFailure {
   const message = err instanceof Error ? err.message : String(err);
-  const isReply = err instanceof Error && err.name === 'ReplyError';
-  if (isReply || /^[A-Z]{3,}[ :]/.test(message)) {
-    const denial = describeDenial(message, scripts, keyPrefix);
-    if (denial) return { reason: 'permission-denied', ...denial };
-    return { reason: 'refused', detail: `Redis refused the command: ${message}` };
-  }
-  return { reason: 'unreachable', detail: `no working connection to Redis: ${message}` };
+  const code = redisErrorCode(err);
+  if (code === undefined) return { reason: 'unreachable', detail: `no working connection to Redis: ${message}` };
+  const denial =
+    code === 'NOPERM'
+      ? describeDenial(message, scripts, keyPrefix)
+      : code === 'ERR' && isDenialInScript(message)
+        ? describeDenial(message, scripts, keyPrefix)
+        : undefined;
+  if (denial) return { reason: 'permission-denied', ...denial };
+  return { reason: 'refused', detail: `Redis refused the command: ${message}` };
 }
 
 /** A `LockUnavailableError` for `failure` (an error, or `TIMED_OUT` after `timeoutMs`). */
@@ -75,35 +90,43 @@ export function unavailable(
 
 const ACL_RULE_HINT = 'see "Redis permissions" in the README for the ACL rule the library needs';
 
-function describeDenial(
-  message: string,
-  scripts: ScriptSourceLookup,
-  keyPrefix: string,
-): { detail: string; missing: string } | undefined {
-  const m = /^NOPERM .*run the '([^']+)' command/i.exec(message);
-  if (m) return denial(m[1].toUpperCase(), `the Redis user may not run ${m[1].toUpperCase()}`);
-  if (/^NOPERM .*channel/i.test(message)) {
-    return denial(`channels &${keyPrefix}*`, `the Redis user may not subscribe to the lock channels (&${keyPrefix}*)`);
+/**
+ * An ACL denial of a command a script calls. Every server reports it with the generic code ERR (its scripting layer
+ * prefixes ERR to a reply it builds itself), so here alone the wording tells: Redis 7.0 says "The user executing the
+ * script can't …", Redis 7.2+ and Valkey say "ACL failure in script: …". (A denial of a key the script declares is
+ * checked before the script runs, and is a NOPERM.)
+ */
+function isDenialInScript(message: string): boolean {
+  return /^ERR (ACL failure in script|The user executing the script can't)/i.test(message);
+}
+
+/** What the denial `message` (a NOPERM, or an ACL denial inside a script) says the Redis user lacks. */
+function describeDenial(message: string, scripts: ScriptSourceLookup, keyPrefix: string): Denial {
+  const inScript = !message.startsWith('NOPERM');
+  const named = /run the '([^']+)' command/i.exec(message)?.[1].toUpperCase();
+  const caller = inScript ? " (called by the library's Lua script)" : '';
+  if (named) return denial(named, `the Redis user may not run ${named}${caller}`);
+  if (/channel/i.test(message)) {
+    const what = inScript ? 'publish to' : 'subscribe to';
+    return denial(`channels &${keyPrefix}*`, `the Redis user may not ${what} the lock channels (&${keyPrefix}*)`);
   }
-  if (/^NOPERM .*key/i.test(message))
+  if (/\bkeys?\b/i.test(message))
     return denial(`keys ~${keyPrefix}*`, `the Redis user may not access the lock keys (~${keyPrefix}*)`);
-  if (!/user executing the script can't/i.test(message)) return undefined;
-  if (/publish to the channel/i.test(message)) {
-    return denial(`channels &${keyPrefix}*`, `the Redis user may not publish to the lock channels (&${keyPrefix}*)`);
-  }
-  if (/access at least one of the keys/i.test(message)) {
-    return denial(`keys ~${keyPrefix}*`, `the Redis user may not access the lock keys (~${keyPrefix}*)`);
-  }
-  const command = commandOnScriptLine(message, scripts);
+  const command = inScript ? commandOnScriptLine(message, scripts) : undefined;
   return command
-    ? denial(command, `the Redis user may not run ${command} (called by the library's Lua script)`)
+    ? denial(command, `the Redis user may not run ${command}${caller}`)
     : denial(
         'a command used by the lock scripts',
         `the Redis user may not run a command the lock scripts use: ${message}`,
       );
 }
 
-function denial(missing: string, detail: string): { detail: string; missing: string } {
+interface Denial {
+  readonly detail: string;
+  readonly missing: string;
+}
+
+function denial(missing: string, detail: string): Denial {
   return { missing, detail: `permission denied: ${detail}; ${ACL_RULE_HINT}` };
 }
 

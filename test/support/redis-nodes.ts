@@ -3,10 +3,10 @@
 // scenario (bench/scenarios/topologies.scenario.ts, compiled by tsconfig.bench.json) both build on it.
 import { execFile, spawn, spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { accessSync, constants, mkdirSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import type { Cluster } from 'ioredis';
@@ -26,6 +26,30 @@ export function which(name: string): string | null {
   const found = spawnSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8' });
   const path = found.stdout.trim();
   return found.status === 0 && path ? path : null;
+}
+
+function executable(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The path of a Redis program, or null. With `REDIS_SERVER_BIN` set (the redis-server build the tests run against,
+ * as tools/redis-server.mjs reads it), `redis-server` is that binary and the other programs come from its directory;
+ * a `redis-cli` missing there is taken from the PATH, a `redis-sentinel` is not (the caller runs
+ * `redis-server --sentinel`, so the sentinels are the same build). Without it, every program comes from the PATH.
+ */
+export function redisProgram(name: 'redis-server' | 'redis-cli' | 'redis-sentinel'): string | null {
+  const chosen = process.env.REDIS_SERVER_BIN;
+  if (!chosen) return which(name);
+  if (name === 'redis-server') return executable(chosen) ? chosen : null;
+  const sibling = join(dirname(chosen), name);
+  if (executable(sibling)) return sibling;
+  return name === 'redis-cli' ? which(name) : null;
 }
 
 /** Whether a redis-server at `host:port` answers PING within `timeoutMs` (one fresh connection, no retries). */
@@ -166,6 +190,20 @@ export async function command(port: number, args: readonly (string | number)[], 
   }
 }
 
+/**
+ * Resolves once every replica of the master at `port` has acknowledged the whole replication stream the master had
+ * written when this was called: the acknowledged offset of each replica in the master's `INFO replication` against
+ * its `master_repl_offset`. (`WAIT` on a connection of its own is no such check: it waits for the writes made on
+ * that connection only, none, and Redis 7.4 and Valkey 8 answer it at once.) `info` reads `INFO replication`.
+ */
+export async function replicasCaughtUp(info: () => Promise<string>, timeoutMs = 5_000): Promise<void> {
+  const target = Number(/^master_repl_offset:(\d+)/m.exec(await info())?.[1] ?? 0);
+  await poll(`the replicas to acknowledge offset ${target}`, timeoutMs, async () => {
+    const acked = [...(await info()).matchAll(/^slave\d+:.*\boffset=(\d+)/gm)].map((m) => Number(m[1]));
+    return acked.length > 0 && acked.every((offset) => offset >= target) ? true : undefined;
+  });
+}
+
 /** Polls `check` every 50 ms until it returns a value other than `undefined`; throws after `timeoutMs`. */
 export async function poll<T>(what: string, timeoutMs: number, check: () => Promise<T | undefined>): Promise<T> {
   const deadline = performance.now() + timeoutMs;
@@ -259,7 +297,9 @@ export async function startClusterNodes(
     }),
   );
   const list = nodes.map(({ port }) => ({ host: HOST, port }));
-  await run('redis-cli', [
+  const cli = redisProgram('redis-cli');
+  if (!cli) throw new Error('redis-cli is not installed (apt-get install -y redis-tools)');
+  await run(cli, [
     '--cluster',
     'create',
     ...list.map((n) => `${n.host}:${n.port}`),

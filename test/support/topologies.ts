@@ -17,9 +17,10 @@ import {
   command,
   freePorts,
   poll,
+  redisProgram,
+  replicasCaughtUp,
   run,
   startClusterNodes,
-  which,
 } from './redis-nodes.js';
 import type { NodeAddress } from './redis-nodes.js';
 
@@ -28,9 +29,12 @@ export type { NodeAddress } from './redis-nodes.js';
 // The processes (spawned unref'd, output tail kept for errors), the one-shot commands and the cluster start-up live
 // in ./redis-nodes.ts, which the bench shares; here they are killed by a process-exit hook if nobody disposed them.
 
-/** How to start a sentinel: Debian's `redis-sentinel`, else `redis-server --sentinel` (the same program). */
+/**
+ * How to start a sentinel: `redis-sentinel` (Debian's, or the one beside `REDIS_SERVER_BIN`), else
+ * `redis-server --sentinel` (the same program).
+ */
 function sentinelCommand(): { readonly bin: string; readonly extra: readonly string[] } | null {
-  const sentinel = which('redis-sentinel');
+  const sentinel = redisProgram('redis-sentinel');
   if (sentinel) return { bin: sentinel, extra: [] };
   const server = findRedisServer();
   return server ? { bin: server, extra: ['--sentinel'] } : null;
@@ -152,11 +156,9 @@ export class RedisCluster extends Topology {
     return { host: m[1], port: Number(m[2]) };
   }
 
-  /** Resolves once `master`'s replica acknowledged every write so far (`WAIT 1`); throws if it did not in time. */
+  /** Resolves once `master`'s replica acknowledged every write the master had made; throws if not in time. */
   async replicated(master: NodeAddress, timeoutMs = 5_000): Promise<void> {
-    const acked = Number(await command(master.port, ['WAIT', 1, timeoutMs], timeoutMs + 1_000));
-    if (acked < 1)
-      throw new Error(`the replica of ${master.host}:${master.port} did not acknowledge within ${timeoutMs} ms`);
+    await replicasCaughtUp(async () => String(await command(master.port, ['INFO', 'replication'])), timeoutMs);
   }
 
   /**
@@ -492,7 +494,7 @@ export function topologySupport(): Promise<string | null> {
 async function probeTopologySupport(): Promise<string | null> {
   const server = findRedisServer();
   if (!server) return 'redis-server is not installed (apt-get install -y redis-server)';
-  if (!which('redis-cli')) return 'redis-cli is not installed (apt-get install -y redis-tools)';
+  if (!redisProgram('redis-cli')) return 'redis-cli is not installed (apt-get install -y redis-tools)';
   if (!sentinelCommand()) return 'neither redis-sentinel nor redis-server is installed';
   const version = /v=(\d+)\./.exec(await run(server, ['--version']).catch(() => ''));
   if (!version || Number(version[1]) < 7)

@@ -6,6 +6,7 @@ import { LockUnavailableError } from '../../lib/errors/lock-unavailable.error.js
 import type { LockEngineOptions } from '../../lib/locking/lock-engine.js';
 import { RedisProcess, sleep } from '../support/faults.js';
 import { LockTestKit, keysUnder, until } from '../support/lock-test-kit.js';
+import { replicasCaughtUp } from '../support/redis-nodes.js';
 
 /**
  * `waitForReplicas` against a real master with a real replica. A replica is held back with `CLIENT PAUSE <ms> WRITE`
@@ -54,7 +55,7 @@ describe('waitForReplicas (a master and one replica)', () => {
 
   /** Resolves once the replica has applied everything the master has written. */
   async function caughtUp(): Promise<void> {
-    await until(async () => (await admin.wait(1, 100)) === 1, 5_000, 'the replica to catch up');
+    await replicasCaughtUp(async () => admin.info('replication'));
   }
 
   it('grants once the replica has the lock: it is on the replica when acquire returns', async () => {
