@@ -45,6 +45,12 @@ export interface WaitForReplicas {
   readonly replicas: number | 'connected';
   /** How long `WAIT` may wait for them, in milliseconds; less than `commandTimeoutMs`. Default `1_000`. */
   readonly timeoutMs?: number;
+  /**
+   * `true`: a grant counts only once it is in the replicas' append-only files (`WAITAOF 0 <replicas> <timeoutMs>`,
+   * Redis 7.2+ / Valkey 7.2+, replicas with `appendonly yes`), not only in their memory (`WAIT`): it then survives a
+   * failover followed by a restart of the new master. Default `false`.
+   */
+  readonly aof?: boolean;
 }
 
 /** Default `waitForReplicas.timeoutMs`, in milliseconds. */
@@ -143,7 +149,7 @@ function resolveReplicaWait(value: unknown, commandTimeoutMs: number): WaitForRe
   if (value === undefined) return undefined;
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new LockConfigError(
-      `invalid waitForReplicas: ${Array.isArray(value) ? 'an array' : JSON.stringify(value)}; expected { replicas: number | 'connected', timeoutMs?: number } or undefined (off)`,
+      `invalid waitForReplicas: ${Array.isArray(value) ? 'an array' : JSON.stringify(value)}; expected { replicas: number | 'connected', timeoutMs?: number, aof?: boolean } or undefined (off)`,
       'waitForReplicas',
     );
   }
@@ -167,7 +173,13 @@ function resolveReplicaWait(value: unknown, commandTimeoutMs: number): WaitForRe
       'waitForReplicas.timeoutMs',
     );
   }
-  return Object.freeze({ replicas, timeoutMs });
+  if (o.aof !== undefined && typeof o.aof !== 'boolean') {
+    throw new LockConfigError(
+      `invalid waitForReplicas.aof: ${JSON.stringify(o.aof)}; expected true (WAITAOF) or false (WAIT, the default)`,
+      'waitForReplicas.aof',
+    );
+  }
+  return Object.freeze(o.aof ? { replicas, timeoutMs, aof: true } : { replicas, timeoutMs });
 }
 
 /** Merges per-call options over the engine settings; throws `LockConfigError` naming the option and key. */

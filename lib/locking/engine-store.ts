@@ -104,7 +104,9 @@ export function logConnectionChange(logger: LockLogger, change: ConnectionStateC
 /** `waitForReplicas` with its defaults, as the store takes it. */
 function replicaWait(settings: LockEngineSettings): ReplicaWaitSettings | undefined {
   const wait = settings.waitForReplicas;
-  return wait && { replicas: wait.replicas, timeoutMs: wait.timeoutMs ?? DEFAULT_REPLICA_WAIT_MS };
+  return (
+    wait && { replicas: wait.replicas, timeoutMs: wait.timeoutMs ?? DEFAULT_REPLICA_WAIT_MS, aof: wait.aof === true }
+  );
 }
 
 function isQuorum(

@@ -1,5 +1,5 @@
 import { Cluster } from 'ioredis';
-import type { ChainableCommander } from 'ioredis';
+import type { ChainableCommander, Redis } from 'ioredis';
 import type { RedisClient } from './connection.js';
 import type { AcquireReply, ReplicaWaitSettings } from '../store/lock-store.js';
 import type { LuaScript } from './scripts/lua-script.js';
@@ -30,7 +30,10 @@ export class NotReplicated extends Error {
 function describeRefusal(refused: unknown): string {
   const message = refused instanceof Error ? refused.message : 'an error reply';
   if (/^NOPERM/i.test(message)) {
-    return `the Redis user may not run WAIT (${message}): grant it +wait (see "Redis permissions" in the README), or turn waitForReplicas off`;
+    return `the Redis user may not run WAIT or WAITAOF (${message}): grant it +wait (or +waitaof with waitForReplicas.aof; see "Redis permissions" in the README), or turn waitForReplicas off`;
+  }
+  if (/^ERR unknown command/i.test(message) && /waitaof/i.test(message)) {
+    return `the server has no WAITAOF (${message}): it needs Redis 7.2+ or Valkey 7.2+; set waitForReplicas.aof to false (WAIT) for it`;
   }
   return `the server refused WAIT (${message}): a proxy or a managed Redis without replica acknowledgement; turn waitForReplicas off for it`;
 }
@@ -74,7 +77,9 @@ export class ReplicaAcks {
       const p: ChainableCommander = this.client.pipeline();
       if (byHash) p.evalsha(script.sha, keys.length, ...keys, ...args);
       else p.eval(script.source, keys.length, ...keys, ...args);
-      p.wait(wanted, this.settings.timeoutMs);
+      // WAITAOF 0 <replicas> <timeout>: the replicas' append-only files, not the master's own (numlocal 0).
+      if (this.settings.aof) p.call('WAITAOF', 0, wanted, this.settings.timeoutMs);
+      else p.wait(wanted, this.settings.timeoutMs);
       // A pipeline goes to one node (on a Cluster, the master of its keys' slot): ROLE describes that master.
       if (tracksRole) p.role();
       return p.exec();
@@ -96,7 +101,8 @@ export class ReplicaAcks {
     if (scriptErr) throw scriptErr;
     if (role && !role[0]) this.noteRole(node, role[1]);
     if (waitErr) return { reply, acked: 0, wanted, refused: waitErr };
-    return { reply, acked: Number(acked), wanted };
+    // WAITAOF answers [local fsyncs, replicas' fsyncs]; WAIT the replicas.
+    return { reply, acked: Number(Array.isArray(acked) ? acked[1] : acked), wanted };
   }
 
   /**
@@ -105,14 +111,21 @@ export class ReplicaAcks {
    * the client is ready.
    */
   async probe(): Promise<unknown> {
-    if (this.client instanceof Cluster) return probeMasters(this.client, this.settings.timeoutMs);
+    if (this.client instanceof Cluster) {
+      return probeMasters(this.client, this.settings.timeoutMs, (node) => this.waitNone(node));
+    }
     try {
-      await this.client.wait(0, 0);
+      await this.waitNone(this.client);
       if (this.settings.replicas === 'connected') this.noteRole('', await this.client.role());
       return undefined;
     } catch (err) {
       return err;
     }
+  }
+
+  /** `WAIT 0 0` (or `WAITAOF 0 0 0`): answers at once on a master that has the command. */
+  private waitNone(node: Redis): Promise<unknown> {
+    return this.settings.aof ? node.call('WAITAOF', 0, 0, 0) : node.wait(0, 0);
   }
 
   /** The node a write to `key` goes to: the master of its slot on a Cluster, `''` otherwise. */
@@ -147,7 +160,11 @@ export class ReplicaAcks {
  * `WAIT 0 0` on every master of `cluster` once it is ready (waiting for that at most `readyMs`): the first refusal,
  * or `undefined`. A Cluster that is not ready in time is not probed (its calls still find out).
  */
-async function probeMasters(cluster: Cluster, readyMs: number): Promise<unknown> {
+async function probeMasters(
+  cluster: Cluster,
+  readyMs: number,
+  waitNone: (node: Redis) => Promise<unknown>,
+): Promise<unknown> {
   if (cluster.status !== 'ready') {
     const ready = await new Promise<boolean>((resolve) => {
       // Unref: a start-up probe must not keep the process alive (an engine closed at once, a Cluster never ready).
@@ -164,7 +181,7 @@ async function probeMasters(cluster: Cluster, readyMs: number): Promise<unknown>
   }
   const refusals = await Promise.all(
     cluster.nodes('master').map((node) =>
-      node.wait(0, 0).then(
+      waitNone(node).then(
         () => undefined,
         (err: unknown) => err,
       ),

@@ -75,6 +75,8 @@ export interface ReplicaWaitSettings {
   readonly replicas: number | 'connected';
   /** How long `WAIT` may wait for them, in milliseconds. */
   readonly timeoutMs: number;
+  /** `true`: `WAITAOF` (the replicas' append-only files) instead of `WAIT`. */
+  readonly aof?: boolean;
 }
 
 /** A connection of the store going down or coming back. */

@@ -231,3 +231,75 @@ describe('waitForReplicas on a server that refuses WAIT', () => {
     );
   });
 });
+
+/** Whether the server has `WAITAOF` (Redis 7.2+, Valkey 7.2+): `COMMAND INFO` answers nil for a command it lacks. */
+async function hasWaitAof(client: Redis): Promise<boolean> {
+  const [info] = (await client.call('COMMAND', 'INFO', 'waitaof')) as unknown[];
+  return Array.isArray(info);
+}
+
+describe('waitForReplicas with aof: WAITAOF (a master and one replica)', () => {
+  const kit = new LockTestKit();
+  let master: RedisProcess;
+  let replica: RedisProcess;
+  let admin: Redis;
+  let replicaAdmin: Redis;
+  let waitAof: boolean;
+
+  beforeAll(async () => {
+    master = await RedisProcess.start();
+    // The replica starts without an append-only file: WAIT counts it, WAITAOF does not until it has one.
+    replica = await RedisProcess.start(undefined, ['--replicaof', '127.0.0.1', String(master.port)]);
+    admin = new Redis(master.url, { maxRetriesPerRequest: 1 });
+    replicaAdmin = new Redis(replica.url, { maxRetriesPerRequest: 1 });
+    waitAof = await hasWaitAof(admin);
+    await until(
+      async () => /master_link_status:up/.test(await replicaAdmin.info('replication')),
+      10_000,
+      'the replica to sync',
+    );
+  }, 20_000);
+  afterEach(() => kit.closeAll());
+  afterAll(async () => {
+    admin.disconnect();
+    replicaAdmin.disconnect();
+    await replica.dispose();
+    await master.dispose();
+  });
+
+  it("counts a grant only once it is in the replica's append-only file (WAIT would count it at once)", async () => {
+    if (!waitAof) return console.warn('skipped: this server has no WAITAOF (Redis 7.2+ / Valkey 7.2+)');
+    await replicaAdmin.config('SET', 'appendonly', 'no');
+    const options = { redis: master.url, commandTimeoutMs: COMMAND_MS };
+    // In memory on the replica: WAIT is satisfied.
+    const plain = kit.engine({ ...options, waitForReplicas: { replicas: 1, timeoutMs: WAIT_MS } });
+    await (await plain.acquire('aof:1')).release();
+    // Not in any append-only file on the replica: WAITAOF is not, and the grant is undone.
+    const aof = kit.engine({ ...options, waitForReplicas: { replicas: 1, timeoutMs: WAIT_MS, aof: true } });
+    const err = await aof.acquire('aof:2').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(LockUnavailableError);
+    expect(err).toMatchObject({ reason: 'not-replicated', key: 'aof:2' });
+    expect((err as Error).message).toMatch(/0 of 1 replica\(s\) acknowledged/);
+    await until(async () => (await admin.exists(`${aof.settings.keyPrefix}{aof:2}`)) === 0, 2_000, 'the undo');
+    // With an append-only file on the replica, the same grant counts. `appendfsync always`: the replica syncs each
+    // write at once (with `everysec`, the default, it acknowledges up to a second later: more than timeoutMs here).
+    await replicaAdmin.config('SET', 'appendfsync', 'always');
+    await replicaAdmin.config('SET', 'appendonly', 'yes');
+    await until(
+      async () => /aof_rewrite_in_progress:0/.test(await replicaAdmin.info('persistence')),
+      10_000,
+      "the replica's first rewrite",
+    );
+    const handle = await aof.acquire('aof:2');
+    expect(await replicaAdmin.exists(`${aof.settings.keyPrefix}{aof:2}`)).toBe(1);
+    await handle.release();
+  });
+
+  it('names WAITAOF and the option to change on a server without it', async () => {
+    if (waitAof) return console.warn('skipped: this server has WAITAOF (the refusal needs one before Redis 7.2)');
+    const a = kit.engine({ redis: master.url, waitForReplicas: { replicas: 1, aof: true } });
+    const err = await a.acquire('aof:3').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(LockUnavailableError);
+    expect((err as Error).message).toMatch(/no WAITAOF .*set waitForReplicas\.aof to false/);
+  });
+});
