@@ -7,7 +7,7 @@ import type { CanActivate } from '@nestjs/common';
 import ts from 'typescript';
 import type { Browser, BrowserContextOptions, Page } from 'playwright-core';
 import { codeBlocks, projectDocs } from '../docs/markdown.js';
-import { launchChromium, startBoardApp } from '../support/board-kit.js';
+import { launchChromium, pathPrefixProxy, startBoardApp } from '../support/board-kit.js';
 import type { BoardApp, BoardAppOptions } from '../support/board-kit.js';
 import { until } from '../support/async.js';
 import { LockTestKit } from '../support/lock-test-kit.js';
@@ -147,5 +147,43 @@ describe("the guide's board guard in a browser", () => {
     const bearer = await fetch(`${app.origin}/admin/locks/api/snapshot`, { headers: { authorization: 'Bearer x' } });
     expect(bearer.status).toBe(401);
     expect((await basic(USER, PASSWORD)).status).toBe(200);
+  }, 90_000);
+
+  it('opened with the credentials in its address (http://user:password@host/…), the page loads its data', async () => {
+    const app = await board();
+    const lock = await app.locks.acquire('invoice:8');
+    kit.add(() => lock.release());
+    const userinfo = `${encodeURIComponent(USER)}:${encodeURIComponent(PASSWORD)}@`;
+    const page = await newPage();
+    const problems: string[] = [];
+    page.on('pageerror', (err) => problems.push(err.message));
+    const answer = await page.goto(`${app.origin.replace('://', `://${userinfo}`)}/admin/locks/`);
+    expect(answer?.status()).toBe(200);
+    await untilRows(page, ['invoice:8']);
+    // The filter rewrites the address and reads again.
+    await page.locator('#filter').fill('nothing-here');
+    await until(
+      async () => (await page.locator('#empty').isVisible()) && (await keysShown(page)).length === 0,
+      10_000,
+      'the filtered view',
+    );
+    expect(await page.locator('#error').isVisible()).toBe(false);
+    expect(problems).toEqual([]);
+  }, 90_000);
+
+  it('with credentials in the address behind a proxy that adds a path prefix, the requests keep the prefix', async () => {
+    const app = await board();
+    const lock = await app.locks.acquire('invoice:9');
+    kit.add(() => lock.release());
+    const proxy = await pathPrefixProxy(app.origin, '/ops');
+    kit.add(() => proxy.close());
+    const requested: string[] = [];
+    const page = await newPage();
+    page.on('request', (r) => requested.push(new URL(r.url()).pathname));
+    const userinfo = `${encodeURIComponent(USER)}:${encodeURIComponent(PASSWORD)}@`;
+    await page.goto(`${proxy.origin.replace('://', `://${userinfo}`)}/ops/admin/locks`);
+    await untilRows(page, ['invoice:9']);
+    expect(requested.filter((p) => p.includes('/api/'))).not.toEqual([]);
+    expect(requested.filter((p) => !p.startsWith('/ops/admin/locks'))).toEqual([]);
   }, 90_000);
 });
