@@ -93,7 +93,7 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv): CliOp
       },
     });
   } catch (err) {
-    throw new UsageError((err as Error).message);
+    throw new UsageError(parseArgsMessage(err as Error & { code?: string }));
   }
   const { values: v, positionals } = parsed;
   const base = { target: '', force: v.force, yes: v.yes, json: v.json };
@@ -129,6 +129,16 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv): CliOp
     waitWarningMs: count('--wait-warning-ms', v['wait-warning-ms'], CLI_DEFAULTS.waitWarningMs, 0),
     tlsCa: v['tls-ca'],
   };
+}
+
+/**
+ * What `parseArgs` refused, in one line. Its own text for an unknown option goes on about positionals starting with
+ * `-` and ends in an unclosed quote; name the option instead.
+ */
+function parseArgsMessage(err: Error & { code?: string }): string {
+  const unknown = err.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /^Unknown option '([^']*)'/.exec(err.message) : null;
+  if (unknown) return `unknown option ${JSON.stringify(unknown[1])}`;
+  return err.message.split('\n')[0];
 }
 
 function defaults(env: NodeJS.ProcessEnv): Omit<CliOptions, 'command' | 'target' | 'force' | 'yes' | 'json'> {

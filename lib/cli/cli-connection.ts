@@ -8,6 +8,7 @@ import { BoardSnapshots } from '../read-model/snapshots.js';
 import { bounded } from '../common/async-limits.js';
 import type { CliOptions } from './cli-args.js';
 import { UsageError } from './cli-args.js';
+import { notRedisAnswer, probeNotRedis } from './protocol-probe.js';
 
 /** What the commands work with. */
 export interface CliSession {
@@ -155,15 +156,47 @@ async function connect(
       )
     : new Redis(first);
   let lastError: Error | undefined;
-  client.on('error', (err: Error) => (lastError = err));
+  let notRedis: string | undefined;
+  const seen = (err: Error) => {
+    lastError = err;
+    notRedis ??= notRedisProtocol(nodeError(err) ?? err);
+  };
+  client.on('error', seen);
+  // A Cluster client reports each node's own error apart from its "Failed to refresh slots cache".
+  client.on('node error', seen);
   try {
     await bounded(client.connect(), timeoutMs, 'connecting');
     await bounded(client.ping(), timeoutMs, 'PING');
   } catch (err) {
     client.disconnect();
     // The connection's own error (ECONNREFUSED, a TLS or AUTH failure) says more than the command's.
-    const reason = lastError?.message ?? (err as Error).message;
-    throw new CliError(`cannot reach Redis ${cluster ? 'Cluster ' : ''}at ${where}: ${reason}`);
+    const cause = nodeError(lastError) ?? nodeError(err as Error) ?? (err as Error);
+    notRedis ??= notRedisProtocol(cause);
+    // The client's parser saw one character at most, and a Cluster client or a connection the other end closed does
+    // not always say why: ask each node once, and show what it answers.
+    if (!first.tls) {
+      const answers = await Promise.all(
+        nodes.map((n) => probeNotRedis(n.host as string, n.port as number, Math.min(timeoutMs, 1_000))),
+      );
+      notRedis = answers.find((a) => a !== undefined) ?? notRedis;
+    }
+    if (notRedis) throw new CliError(`${where} does not speak the Redis protocol: ${notRedis}`);
+    throw new CliError(`cannot reach Redis ${cluster ? 'Cluster ' : ''}at ${where}: ${cause.message}`);
   }
   return client;
+}
+
+/** The error of the last node a Cluster client tried, when `err` is the client's summary of them; else `err`. */
+function nodeError(err: Error | undefined): Error | undefined {
+  const last = (err as { lastNodeError?: unknown } | undefined)?.lastNodeError;
+  return last instanceof Error ? last : err;
+}
+
+/**
+ * What the client's parser says when the other end is not a Redis server ("Unknown RESP type 72 "H". Please report
+ * this."), as a person can act on it; `undefined` for any other error.
+ */
+export function notRedisProtocol(err: Error): string | undefined {
+  const match = /Unknown RESP type \d+ "(.*)"/s.exec(err.message);
+  return match ? notRedisAnswer(match[1]) : undefined;
 }

@@ -70,7 +70,8 @@ export function formatSnapshot(snapshot: BoardSnapshot): string {
     alarmCell(e, snapshot) || '-',
     printable(holderCell(e)),
   ]);
-  const where = `${printable(snapshot.keyPrefix)}${snapshot.filter ? `{${printable(snapshot.filter)}…` : ''}`;
+  // The key the user typed, not the Redis key: the prefix's hash-tag braces are the library's business.
+  const where = `${printable(snapshot.keyPrefix)}${snapshot.filter ? ` whose key starts with "${printable(snapshot.filter)}"` : ''}`;
   if (rows.length > 0)
     out.push(table(['KIND', 'KEY', 'MODE', 'HELD', 'LEASE', 'FENCE', 'WAITING', 'ALARM', 'HOLDERS'], rows));
   const flagged = snapshot.entries.filter((e) => e.alarms.heldTooLong || e.alarms.waitedTooLong).length;

@@ -16,6 +16,11 @@ export class LockAcquireTimeoutError extends LockError {
   readonly waitTimeoutMs: number;
   /** For a semaphore's permit, the limit asked for (the stored one may differ); `undefined` for a lock. */
   readonly limit: number | undefined;
+  /**
+   * `true` when the call did not wait at all: a decorated route with `ifLocked: 'skip'` whose lock was busy (the
+   * route was not run).
+   */
+  readonly skipped: boolean;
 
   constructor(args: {
     key: string;
@@ -24,16 +29,20 @@ export class LockAcquireTimeoutError extends LockError {
     waitedMs: number;
     waitTimeoutMs: number;
     limit?: number;
+    skipped?: boolean;
   }) {
     const what =
       args.limit === undefined
         ? `acquire the ${args.mode} lock on "${args.key}"`
         : `get a permit of semaphore "${args.key}" (limit ${args.limit})`;
     super(
-      `could not ${what} within ${args.waitTimeoutMs} ms ` +
-        `(waited ${Math.round(args.waitedMs)} ms); raise the waitTimeoutMs option to wait longer`,
+      args.skipped
+        ? `could not ${what} at once: it is busy, and with ifLocked: 'skip' the call does not wait (it was not run)`
+        : `could not ${what} within ${args.waitTimeoutMs} ms ` +
+            `(waited ${Math.round(args.waitedMs)} ms); raise the waitTimeoutMs option to wait longer`,
       { key: args.key },
     );
+    this.skipped = args.skipped ?? false;
     this.keys = args.keys;
     this.mode = args.mode;
     this.waitedMs = args.waitedMs;

@@ -6,6 +6,7 @@ import type { LockStore, ReleaseReply } from '../store/lock-store.js';
 import type { Hold } from './hold.js';
 import type { LeftoverHold, Leftovers } from './leftovers.js';
 import { errorText, kindOf } from './lock-events.js';
+import { ShutdownReport } from './shutdown-report.js';
 import type { LockEventBus, LockLogger } from './lock-events.js';
 import type { HoldReleaser } from './lock-handle.js';
 import type { LaneWaitLimit } from './deadlines.js';
@@ -21,6 +22,8 @@ export class HoldKeeper implements HoldReleaser {
   private readonly trouble: TroubleLog;
   /** Releases of last levels under way: shutdown lets them finish before the connections close. */
   private readonly releasing = new Set<Promise<unknown>>();
+  /** Tells what shutdown waits for (the holds kept), and when it ends. */
+  private readonly shutdown: ShutdownReport;
 
   constructor(
     private readonly store: LockStore,
@@ -30,6 +33,7 @@ export class HoldKeeper implements HoldReleaser {
     private readonly commandTimeoutMs: number,
   ) {
     this.trouble = new TroubleLog(logger, () => this.size);
+    this.shutdown = new ShutdownReport(logger, () => this.list());
     this.watchdog = new Watchdog((holds) => this.store.renew(holds), {
       lost: (hold, reason) => this.markLost(hold, reason),
       renewalFailed: (err, holds) => this.trouble.renewalFailed(err, holds.length),
@@ -210,11 +214,17 @@ export class HoldKeeper implements HoldReleaser {
     }
   }
 
+  /** Shutdown began: says which holds it waits for when `waiting` (the holders are let finish first). */
+  beginShutdown(waiting: boolean): void {
+    this.shutdown.begin(waiting);
+  }
+
   /**
    * Shutdown: stops renewing, releases every hold still kept (all levels at once) and lets releases under way finish.
    * Never rejects.
    */
   async releaseAll(): Promise<void> {
+    this.shutdown.end();
     const holds = this.watchdog.list().filter((hold) => !hold.ended);
     this.watchdog.stop();
     let failed = 0;

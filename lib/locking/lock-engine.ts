@@ -181,9 +181,8 @@ export class LockEngine {
    */
   async release(key: string, token: string): Promise<boolean> {
     const lock = this.parts.store.lock(validateLockKey(key));
-    if (typeof token !== 'string' || token.length === 0) {
+    if (typeof token !== 'string' || token.length === 0)
       throw new LockKeyError(`invalid token for "${key}": expected the non-empty token of a LockHandle`, token, key);
-    }
     this.throwIfClosed(key);
     this.parts.keeper.endByToken(key, token);
     return (await this.parts.store.release(lock, token, undefined)) === 'ended';
@@ -275,6 +274,7 @@ export class LockEngine {
     this.parts.alarm.stop();
     this.parts.recheck.stop();
     this.parts.room.wakeAll();
+    this.parts.keeper.beginShutdown(!this.closed);
   }
 
   /**

@@ -14,6 +14,15 @@ import { LockConflictException } from './lock-conflict.exception.js';
 
 const CONTEXT = {} as never;
 
+/** An HTTP execution context whose response records the headers set on it, Express or Fastify style. */
+function httpContext(style: 'express' | 'fastify') {
+  const headers: Record<string, string> = {};
+  const set = (name: string, value: string) => (headers[name] = value);
+  const response = style === 'express' ? { setHeader: set } : { header: set };
+  const context = { switchToHttp: () => ({ getResponse: () => response }) } as never;
+  return { context, headers };
+}
+
 function timeoutError(): LockAcquireTimeoutError {
   return new LockAcquireTimeoutError({
     key: 'account:1',
@@ -30,19 +39,24 @@ describe('DefaultLockHttpErrorMapper', () => {
     ['a configured status', new DefaultLockHttpErrorMapper(423), 423],
   ])('maps a lock timeout to LockConflictException with %s', (_name, mapper, status) => {
     const error = timeoutError();
-    const mapped = mapper.map(error, CONTEXT);
+    const { context, headers } = httpContext('express');
+    const mapped = mapper.map(error, context);
     expect(mapped).toBeInstanceOf(LockConflictException);
     const exception = mapped as LockConflictException;
     expect(exception.getStatus()).toBe(status);
     expect(exception.getResponse()).toEqual({
       statusCode: status,
       error: 'Conflict',
-      message: 'resource "account:1" is locked; try again later',
+      kind: 'lock',
+      message: 'the write lock on "account:1" is held by someone else: not acquired within 1000 ms; retry later',
       key: 'account:1',
       keys: ['account:1', 'account:2'],
+      mode: 'write',
+      skipped: false,
       waitedMs: 1235,
     });
     expect(exception.cause).toBe(error);
+    expect(headers).toEqual({ 'Retry-After': '1' });
   });
 
   it('maps an invalid key to 400 Bad Request with the error message', () => {
@@ -57,24 +71,17 @@ describe('DefaultLockHttpErrorMapper', () => {
 
   it('maps a closed lock service to 503 Service Unavailable', () => {
     const error = new LockClosedError('a');
-    const mapped = new DefaultLockHttpErrorMapper(423).map(error, CONTEXT);
+    const { context, headers } = httpContext('fastify');
+    const mapped = new DefaultLockHttpErrorMapper(423).map(error, context);
     expect(mapped).toBeInstanceOf(ServiceUnavailableException);
     const exception = mapped as ServiceUnavailableException;
     expect(exception.getStatus()).toBe(503);
     expect(exception.getResponse()).toEqual({ statusCode: 503, error: 'Service Unavailable', message: error.message });
     expect(exception.cause).toBe(error);
+    expect(headers).toEqual({ 'Retry-After': '1' });
   });
 
   describe('Redis unavailable', () => {
-    /** An HTTP execution context whose response records the headers set on it, Express or Fastify style. */
-    function httpContext(style: 'express' | 'fastify') {
-      const headers: Record<string, string> = {};
-      const set = (name: string, value: string) => (headers[name] = value);
-      const response = style === 'express' ? { setHeader: set } : { header: set };
-      const context = { switchToHttp: () => ({ getResponse: () => response }) } as never;
-      return { context, headers };
-    }
-
     it.each(['express', 'fastify'] as const)('maps LockUnavailableError to 503 with Retry-After (%s)', (style) => {
       const cause = new Error('Connection is closed.');
       const error = new LockUnavailableError({

@@ -27,14 +27,16 @@ export interface LockHttpErrorMapper {
 }
 
 /**
- * The default mapping: `LockAcquireTimeoutError` → 409 (`LockConflictException`, status from `conflictStatus`),
+ * The default mapping: `LockAcquireTimeoutError` (a lock or a permit not granted in time, or a route skipped with
+ * `ifLocked: 'skip'`) → 409 (`LockConflictException`, status from `conflictStatus`) with `Retry-After`,
  * `LockKeyError` → 400, `LockUnavailableError` (Redis down, slow, refusing) → 503 with `Retry-After`,
- * `LockClosedError` (shutting down) → 503; every other error passes untouched.
+ * `LockClosedError` (this instance shutting down; another may serve) → 503 with `Retry-After`; every other error
+ * passes untouched.
  */
 export class DefaultLockHttpErrorMapper implements LockHttpErrorMapper {
   /**
    * @param conflictStatus status of a lock timeout, default 409.
-   * @param retryAfterSeconds `Retry-After` sent with the 503 for `LockUnavailableError`, default 1.
+   * @param retryAfterSeconds `Retry-After` sent with the conflict and the 503s, default 1.
    */
   constructor(
     protected readonly conflictStatus = 409,
@@ -42,10 +44,10 @@ export class DefaultLockHttpErrorMapper implements LockHttpErrorMapper {
   ) {}
 
   map(error: unknown, context: ExecutionContext): unknown {
-    if (error instanceof LockAcquireTimeoutError) return this.conflict(error);
+    if (error instanceof LockAcquireTimeoutError) return this.conflict(error, context);
     if (error instanceof LockKeyError) return this.badKey(error);
     if (error instanceof LockUnavailableError) return this.unavailable(error, context);
-    if (error instanceof LockClosedError) return this.closed(error);
+    if (error instanceof LockClosedError) return this.closed(error, context);
     return error;
   }
 
@@ -67,8 +69,12 @@ export class DefaultLockHttpErrorMapper implements LockHttpErrorMapper {
     );
   }
 
-  /** The lock was not granted within `waitTimeoutMs`. */
-  protected conflict(error: LockAcquireTimeoutError): unknown {
+  /**
+   * The lock or permit was not granted within `waitTimeoutMs`, or a route with `ifLocked: 'skip'` found it busy:
+   * the conflict status with `Retry-After`, and a body naming the kind, the key and the limit of a semaphore.
+   */
+  protected conflict(error: LockAcquireTimeoutError, context: ExecutionContext): unknown {
+    setResponseHeader(context, 'Retry-After', String(this.retryAfterSeconds));
     return new LockConflictException(error, this.conflictStatus);
   }
 
@@ -77,8 +83,9 @@ export class DefaultLockHttpErrorMapper implements LockHttpErrorMapper {
     return new BadRequestException({ statusCode: 400, error: 'Bad Request', message: error.message }, { cause: error });
   }
 
-  /** The application is shutting down. */
-  protected closed(error: LockClosedError): unknown {
+  /** The application is shutting down: another instance may serve a retry. */
+  protected closed(error: LockClosedError, context: ExecutionContext): unknown {
+    setResponseHeader(context, 'Retry-After', String(this.retryAfterSeconds));
     return new ServiceUnavailableException(
       { statusCode: 503, error: 'Service Unavailable', message: error.message },
       { cause: error },
@@ -94,8 +101,12 @@ const REASON_TEXT: Record<LockUnavailableError['reason'], string> = {
   'not-replicated': 'replicas did not confirm the lock',
 };
 
-/** Sets a header on the HTTP response, on Express (`setHeader`) and Fastify (`header`) alike. */
+/**
+ * Sets a header on the HTTP response, on Express (`setHeader`) and Fastify (`header`) alike; nothing for a context
+ * that has no HTTP response.
+ */
 function setResponseHeader(context: ExecutionContext, name: string, value: string): void {
+  if (typeof context?.switchToHttp !== 'function') return;
   const response = context
     .switchToHttp()
     .getResponse<{ header?: (n: string, v: string) => unknown; setHeader?: (n: string, v: string) => unknown }>();

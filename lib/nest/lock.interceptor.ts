@@ -1,8 +1,10 @@
 import type { CallHandler, ExecutionContext, NestInterceptor } from '@nestjs/common';
 import { Observable, catchError, throwError } from 'rxjs';
+import type { MonoTypeOperatorFunction } from 'rxjs';
 import { LockRegistry } from './lock-registry.js';
 import { runWithDeferredRelease, settleInBackground } from './locked-call.js';
 import type { DeferredRelease } from './locked-call.js';
+import type { LockRuntime } from './lock-registry.js';
 import { LOCKED_METADATA } from './locked-method.js';
 import type { LockedMethodSpec } from './locked-method.js';
 
@@ -28,7 +30,10 @@ export class LockInterceptor implements NestInterceptor {
         runWithDeferredRelease(deferred, () =>
           next
             .handle()
-            .pipe(catchError((err: unknown) => throwError(() => (mapper ? mapper.map(err, context) : err))))
+            .pipe(
+              failIfLost(deferred, runtime),
+              catchError((err: unknown) => throwError(() => (mapper ? mapper.map(err, context) : err))),
+            )
             .subscribe(subscriber),
         ),
       );
@@ -38,6 +43,26 @@ export class LockInterceptor implements NestInterceptor {
       };
     });
   }
+}
+
+/**
+ * With `onLockLost: 'throw'`: a handler whose lock was found lost by the time its answer completes answers the
+ * `LockLostError` instead (the release at teardown comes after the response and could only log it). A loss noticed
+ * later, at the watchdog's next renewal, is not seen here.
+ */
+function failIfLost<T>(deferred: DeferredRelease, runtime: LockRuntime): MonoTypeOperatorFunction<T> {
+  return (source) =>
+    new Observable<T>((subscriber) =>
+      source.subscribe({
+        next: (value) => subscriber.next(value),
+        error: (err: unknown) => subscriber.error(err),
+        complete: () => {
+          const signal = runtime.settings.onLockLost === 'throw' ? deferred.handle?.signal : undefined;
+          if (signal?.aborted) subscriber.error(signal.reason);
+          else subscriber.complete();
+        },
+      }),
+    );
 }
 
 /** The one instance the decorators register (it keeps no state of its own). */

@@ -53,7 +53,8 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown, OnA
   /** Starts the OpenTelemetry metrics when enabled and `@opentelemetry/api` is installed. */
   async onModuleInit(): Promise<void> {
     if (this.settings.metrics === false) return;
-    this.detachMetrics = await attachOpenTelemetryMetrics(this.engine, this.settings.metrics, this.logger);
+    const { metrics, metricsRequested } = this.settings;
+    this.detachMetrics = await attachOpenTelemetryMetrics(this.engine, metrics, this.logger, metricsRequested);
   }
 
   /**

@@ -173,6 +173,7 @@ function skippedRequest(spec: LockedMethodSpec, keys: readonly string[]): LockAc
     waitedMs: 0,
     waitTimeoutMs: 0,
     limit: spec.permitLimit,
+    skipped: true,
   });
 }
 

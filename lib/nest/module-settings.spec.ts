@@ -30,8 +30,15 @@ describe('resolveModuleSettings', () => {
     expect(settings.onLockLost).toBe('warn');
     expect(settings.conflictStatus).toBe(409);
     expect(settings.metrics).toEqual({});
+    expect(settings.metricsRequested).toBe(false);
     expect(settings.httpErrorMapper).toBeInstanceOf(DefaultLockHttpErrorMapper);
-    expect(Object.keys(settings).sort()).toEqual(['conflictStatus', 'httpErrorMapper', 'metrics', 'onLockLost']);
+    expect(Object.keys(settings).sort()).toEqual([
+      'conflictStatus',
+      'httpErrorMapper',
+      'metrics',
+      'metricsRequested',
+      'onLockLost',
+    ]);
     expect(Object.isFrozen(settings)).toBe(true);
   });
 

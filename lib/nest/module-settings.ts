@@ -10,6 +10,8 @@ export interface ModuleSettings {
   readonly conflictStatus: number;
   readonly httpErrorMapper: LockHttpErrorMapper;
   readonly metrics: false | LockMetricsOptions;
+  /** The application set the `metrics` option (to `true` or options): it wants to hear when metrics cannot be on. */
+  readonly metricsRequested: boolean;
 }
 
 /** Defaults of the Nest-only options; the engine's are `DEFAULT_LOCK_SETTINGS`. */
@@ -51,5 +53,11 @@ export function resolveModuleSettings(options: RedisLockModuleOptions): ModuleSe
       'metrics',
     );
   }
-  return Object.freeze({ onLockLost, conflictStatus, httpErrorMapper, metrics: metrics === true ? {} : metrics });
+  return Object.freeze({
+    onLockLost,
+    conflictStatus,
+    httpErrorMapper,
+    metrics: metrics === true ? {} : metrics,
+    metricsRequested: options.metrics !== undefined && options.metrics !== false,
+  });
 }

@@ -88,14 +88,19 @@ export function attachLockMetrics(
   return () => offs.forEach((off) => off());
 }
 
+/** Whether this process has said that `@opentelemetry/api` is missing (said once, not at every start). */
+let toldMissingApi = false;
+
 /**
- * `attachLockMetrics` with the global OpenTelemetry meter when `@opentelemetry/api` is installed; does nothing
- * (and logs at debug level) when it is not.
+ * `attachLockMetrics` with the global OpenTelemetry meter when `@opentelemetry/api` is installed; does nothing when
+ * it is not. That is said (a warning, once per process) only when the application asked for metrics (`requested`:
+ * the `metrics` option set); with the default, metrics are simply off, silently.
  */
 export async function attachOpenTelemetryMetrics(
   engine: LockEngine,
   options: LockMetricsOptions,
   logger?: LockLogger,
+  requested = false,
 ): Promise<() => void> {
   let meter = options.meter;
   if (!meter) {
@@ -103,7 +108,13 @@ export async function attachOpenTelemetryMetrics(
       const api = (await import('@opentelemetry/api')) as { metrics: { getMeter(name: string): MeterLike } };
       meter = api.metrics.getMeter('nest-redis-locks');
     } catch {
-      logger?.debug?.('@opentelemetry/api is not installed: lock metrics are off');
+      if (requested && !toldMissingApi) {
+        toldMissingApi = true;
+        logger?.warn(
+          'the metrics option asks for lock metrics, but @opentelemetry/api is not installed: lock metrics are off ' +
+            '(install @opentelemetry/api, or pass a meter in metrics.meter)',
+        );
+      }
       return () => undefined;
     }
   }

@@ -60,4 +60,32 @@ describe('optional peers are optional', () => {
       expect(stdout.trim().split('\n')).toEqual(['hidden', '5000']);
     }
   });
+
+  it('without @opentelemetry/api, a start says nothing about metrics unless they were asked for, and then once', async () => {
+    const env: NodeJS.ProcessEnv = { ...process.env, HIDE_PACKAGES: '@opentelemetry/api' };
+    delete env.NODE_OPTIONS;
+    // Four starts in one process, as Nest logs them (debug included): two with the default, two asking for metrics.
+    const code = `
+      import { NestFactory } from '@nestjs/core';
+      import { RedisLockModule } from './dist/esm/index.js';
+      const lines = [];
+      const at = (level) => (message) => lines.push(level + ' ' + message);
+      const logger = { log: at('log'), warn: at('warn'), error: at('error'), debug: at('debug'), verbose: at('verbose'), fatal: at('fatal') };
+      for (const metrics of [undefined, undefined, true, {}]) {
+        const app = await NestFactory.createApplicationContext(
+          RedisLockModule.forRoot({ redis: process.env.REDIS_URL, ...(metrics === undefined ? {} : { metrics }) }),
+          { logger },
+        );
+        await app.close();
+        lines.push('-- started and closed');
+      }
+      console.log(JSON.stringify(lines.filter((l) => /opentelemetry|metric|--/i.test(l))));
+    `;
+    const { stdout } = await run(process.execPath, ['-r', HIDE, '--input-type=module', '-e', code], { cwd: ROOT, env });
+    const lines = JSON.parse(stdout.trim().split('\n').pop()!) as string[];
+    expect(lines.slice(0, 2)).toEqual(['-- started and closed', '-- started and closed']);
+    const asked = lines.slice(2).filter((l) => !l.startsWith('--'));
+    expect(asked).toEqual([expect.stringMatching(/^warn .*@opentelemetry\/api is not installed/)]);
+    expect(asked[0]).toContain('metrics');
+  }, 60_000);
 });

@@ -2,6 +2,8 @@
 // node_modules/.bin/nest-redis-locks against real Redis (standalone and a 3-master Cluster).
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn, spawnSync } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -369,4 +371,57 @@ describe('nest-redis-locks (installed from the packed tarball)', () => {
     expect(await engine.inspect('shard:7')).toBeNull();
     await Promise.all(handles.filter((h) => h.key !== 'shard:7').map((h) => h.release()));
   }, 120_000);
+
+  it('an unknown option: exit code 2 and one line whose quotes are closed', async () => {
+    for (const args of [
+      ['list', '--frobnicate'],
+      ['inspect', 'k', '-x'],
+    ]) {
+      const r = await run(args);
+      expect([args.join(' '), r.code]).toEqual([args.join(' '), 2]);
+      expectOneLineError(r);
+      const option = args[args.length - 1];
+      expect(r.stderr).toBe(`nest-redis-locks: unknown option "${option}" (see --help)\n`);
+    }
+  }, 60_000);
+
+  it('pointed at a port that does not speak the Redis protocol (an HTTP server), says so', async () => {
+    const http = createServer((_req, res) => res.end('hello'));
+    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+    kit.add(() => new Promise<void>((resolve) => http.close(() => resolve())));
+    const { port } = http.address() as AddressInfo;
+    for (const extra of [[], ['--cluster']]) {
+      const r = await run(['list', '--url', `redis://127.0.0.1:${port}`, '--timeout', '1000', ...extra]);
+      expect([extra.join(' '), r.code]).toEqual([extra.join(' '), 1]);
+      expectOneLineError(r);
+      expect(r.stderr).toContain(`127.0.0.1:${port} does not speak the Redis protocol`);
+      expect(r.stderr).toContain('HTTP server');
+      expect(r.stderr).not.toMatch(/RESP type|Please report|slots cache/);
+      http.closeAllConnections();
+    }
+  }, 60_000);
+
+  it('list and watch name the filter as the key the user typed, not the hash-tagged Redis key', async () => {
+    const prefix = uniquePrefix('cli');
+    const engine = kit.engine({ keyPrefix: prefix });
+    const lock = await engine.acquire('invoice:1');
+    const base = ['--url', redisUrl(), '--prefix', prefix];
+    const list = await run(['list', 'invoice:', ...base]);
+    expect(list.code).toBe(0);
+    expect(list.stdout).toContain(`1 held under ${prefix} whose key starts with "invoice:".`);
+    expect(list.stdout).not.toContain('{');
+    const child = spawn(bin, ['watch', 'invoice:', '--interval', '200', ...base], {
+      cwd: project,
+      env: { ...process.env, NODE_OPTIONS: '' },
+    });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    await until(() => out.includes('whose key starts with'), 15_000, `a refresh of watch (got ${JSON.stringify(out)})`);
+    child.kill('SIGINT');
+    expect(await exited).toBe(0);
+    expect(out).toContain(`1 held under ${prefix} whose key starts with "invoice:".`);
+    expect(out).not.toContain('{');
+    await lock.release();
+  }, 60_000);
 });

@@ -44,6 +44,49 @@ describe('graceful shutdown under load', () => {
     }
   });
 
+  it('says what it waits for while requests that hold locks run on, reminds while it waits, and says when they finished', async () => {
+    gate = deferred();
+    inside = 0;
+    const lines: string[] = [];
+    const record = (level: string) => (message: string) => void lines.push(`${level} ${message}`);
+    const { app, http, locks } = await kit.app(
+      { controllers: [JobsController] },
+      { logger: { log: record('log'), warn: record('warn'), error: record('error'), debug: () => undefined } },
+    );
+    const calls = ['x', 'y'].map((id) => track(request(http).post(`/jobs/${id}`)));
+    await until(() => inside === 2 && locks.heldCount === 2, 3_000, 'two requests holding their locks');
+    const closing = track(app.close());
+    try {
+      await until(() => lines.some((l) => l.includes('shutting down')), 3_000, 'the shutdown line');
+      const first = lines.find((l) => l.includes('shutting down'))!;
+      expect(first).toMatch(/^log /);
+      expect(first).toContain('2 locks');
+      expect(first).toContain('"job:x"');
+      expect(first).toContain('"job:y"');
+      expect(first).toMatch(/no limit/);
+      expect(first).toMatch(/within 30 s/); // the lease that frees them if the process is killed
+      // While it waits, it says so again, with how long it has waited.
+      await until(() => lines.some((l) => /still waiting after \d/.test(l)), 8_000, 'a reminder');
+      expect(closing.settled).toBe(false);
+    } finally {
+      gate.resolve();
+    }
+    await Promise.all(calls.map((c) => c.promise));
+    await closing.promise;
+    expect(lines.filter((l) => /finished after \d/.test(l))).toHaveLength(1);
+  }, 30_000);
+
+  it('says nothing of the kind when no lock is held at shutdown', async () => {
+    const lines: string[] = [];
+    const record = (level: string) => (message: string) => void lines.push(`${level} ${message}`);
+    const { app } = await kit.app(
+      { controllers: [JobsController] },
+      { logger: { log: record('log'), warn: record('warn'), error: record('error'), debug: record('debug') } },
+    );
+    await app.close();
+    expect(lines.filter((l) => /shutting down|waiting|finished after/.test(l))).toEqual([]);
+  });
+
   it('close lets a release still unanswered finish, also when Redis must load the script again (after a restart)', async () => {
     const server = await kit.server();
     const engine = kit.engine({ redis: server.url });

@@ -12,6 +12,7 @@ const BROWSER_GLOBALS = [
   'history',
   'fetch',
   'AbortController',
+  'URL',
   'URLSearchParams',
   'setTimeout',
   'clearTimeout',

@@ -1,14 +1,22 @@
 // The board's script, part 2: refresh, filter, detail view and force release. Served as board.js with part 1
-// (board-render.ts) in one function scope. Relative URLs only: the page works behind a proxy that adds or strips a
-// path prefix. Polls about once per `refreshMs` (the server shares one snapshot per interval among all viewers),
-// and not at all while the tab is hidden or paused.
+// (board-render.ts) in one function scope. URLs relative to the page only, resolved without the credentials of the
+// page's address: the page works behind a proxy that adds or strips a path prefix. Polls about once per `refreshMs`
+// (the server shares one snapshot per interval among all viewers), and not at all while the tab is hidden or paused.
 import { BOARD_JS_RENDER } from './board-render.js';
 
 const BOARD_JS_MAIN = String.raw`
   var state = { filter: '', view: null, paused: false, selected: null, releaseScope: null, timer: null, inFlight: false, lastGood: null, refreshMs: 1000 };
   var REQUEST_TIMEOUT_MS = 10000;
 
-  function getJson(url, init) {
+  // A path relative to the page, resolved without the user name and password of the page's address (opened as
+  // http://user:password@host/…, a relative fetch would carry them, and fetch refuses such a URL). The page's own
+  // path stays the base, so a prefix a proxy added is kept.
+  function pageUrl(path) {
+    return new URL(path, location.origin + location.pathname).href;
+  }
+
+  function getJson(path, init) {
+    var url = pageUrl(path);
     var controller = new AbortController();
     var timer = setTimeout(function () { controller.abort(); }, REQUEST_TIMEOUT_MS);
     var options = Object.assign({ cache: 'no-store', credentials: 'same-origin', signal: controller.signal, headers: { Accept: 'application/json' } }, init || {});
