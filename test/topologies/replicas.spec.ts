@@ -286,10 +286,15 @@ describe('waitForReplicas with aof: WAITAOF (a master and one replica)', () => {
     await replicaAdmin.config('SET', 'appendfsync', 'always');
     await replicaAdmin.config('SET', 'appendonly', 'yes');
     await until(
-      async () => /aof_rewrite_in_progress:0/.test(await replicaAdmin.info('persistence')),
+      async () => {
+        // The replica's file is in use once a fresh write on the master reaches it.
+        await admin.set('aof:probe', String(Date.now()));
+        return ((await admin.call('WAITAOF', 0, 1, 200)) as number[])[1] === 1;
+      },
       10_000,
-      "the replica's first rewrite",
+      "the replica's append-only file",
     );
+    await admin.del('aof:probe');
     const handle = await aof.acquire('aof:2');
     expect(await replicaAdmin.exists(`${aof.settings.keyPrefix}{aof:2}`)).toBe(1);
     await handle.release();
