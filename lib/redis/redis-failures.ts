@@ -2,6 +2,9 @@ import { LockError } from '../errors/lock.error.js';
 import { LockUnavailableError } from '../errors/lock-unavailable.error.js';
 import type { LockOperation, LockUnavailableReason } from '../errors/lock-unavailable.error.js';
 import { NotReplicated } from './replica-wait.js';
+import { redisErrorCode } from './error-code.js';
+
+export { redisErrorCode } from './error-code.js';
 
 /** A command that got no answer within the command timeout (what `RedisLockStore.describeFailure` is told). */
 export const TIMED_OUT: unique symbol = Symbol('timed out');
@@ -17,18 +20,6 @@ export interface RedisFailure {
 
 /** Finds the source of a script by SHA, so an ACL denial inside it can name the command on the failing line. */
 export type ScriptSourceLookup = (sha: string) => string | undefined;
-
-/**
- * The code of a Redis error reply: its first word (`NOPERM`, `NOSCRIPT`, `READONLY`, `ERR`, …), or undefined when
- * `err` is no error reply. Decisions rest on the code, which every server version spells the same, not on the
- * wording after it, which versions change (Valkey's NOSCRIPT has no "Please use EVAL.", for one).
- */
-export function redisErrorCode(err: unknown): string | undefined {
-  const message = err instanceof Error ? err.message : String(err);
-  const code = /^([A-Z]{3,})[ :]/.exec(message)?.[1];
-  if (code) return code;
-  return err instanceof Error && err.name === 'ReplyError' ? 'ERR' : undefined;
-}
 
 /**
  * Classifies an error of a Redis command: an ACL denial (naming the missing command, key or channel right), another

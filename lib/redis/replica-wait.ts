@@ -4,6 +4,7 @@ import type { RedisClient } from './connection.js';
 import type { AcquireReply, ReplicaWaitSettings } from '../store/lock-store.js';
 import type { LuaScript } from './scripts/lua-script.js';
 import { slotOf } from './sharded-channels.js';
+import { isNoScript } from './error-code.js';
 
 /**
  * A write the master applied but too few replicas acknowledged within the wait (or the server refused `WAIT`).
@@ -66,6 +67,7 @@ export class ReplicaAcks {
   constructor(
     private readonly client: RedisClient,
     readonly settings: ReplicaWaitSettings,
+    private readonly load: (script: LuaScript) => Promise<void>,
   ) {}
 
   /** Runs `script` then `WAIT` on the master of `keys[0]`. Rejects only when the script itself failed. */
@@ -85,7 +87,13 @@ export class ReplicaAcks {
       return p.exec();
     };
     let results = await send(true);
-    if (results?.[0]?.[0] instanceof Error && results[0][0].message.startsWith('NOSCRIPT')) results = await send(false);
+    if (isNoScript(results?.[0]?.[0])) {
+      // Loaded (`SCRIPT LOAD`, kept by Redis 8, unlike a script sent with EVAL) and sent by SHA again; with EVAL only
+      // if it is still unknown there.
+      await this.load(script);
+      results = await send(true);
+      if (isNoScript(results?.[0]?.[0])) results = await send(false);
+    }
     // On a Cluster, a pipeline whose script met MOVED/ASK (the slot moved) is not redirected by the client while its
     // WAIT succeeded on the old node: learn the new slot map and send it once more, to the slot's new master.
     if (

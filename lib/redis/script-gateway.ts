@@ -1,4 +1,5 @@
-import { Command } from 'ioredis';
+import { Cluster, Command } from 'ioredis';
+import { isNoScript } from './error-code.js';
 import type { RedisClient } from './connection.js';
 import type { AcquireReply, ReplicaWaitSettings } from '../store/lock-store.js';
 import { sharded } from './scripts/lua-script.js';
@@ -39,6 +40,7 @@ export class ScriptGateway {
    */
   readonly batches: boolean;
   private readonly sources: ReadonlyMap<string, string>;
+  private readonly loading = new Map<string, Promise<void>>();
   private readonly shardedPubSub: boolean;
 
   constructor(
@@ -48,7 +50,7 @@ export class ScriptGateway {
     this.shardedPubSub = options.shardedPubSub;
     this.sources = new Map(options.scripts.map((s) => [s.sha, s.source]));
     if (options.waitForReplicas) {
-      const acks = new ReplicaAcks(client, options.waitForReplicas);
+      const acks = new ReplicaAcks(client, options.waitForReplicas, (script) => this.load(script));
       this.acks = acks;
       void acks.probe().then((refused) => {
         if (refused && isReplyError(refused)) options.onConnectionError(new NotReplicated(0, 0, 0, undefined, refused));
@@ -73,15 +75,41 @@ export class ScriptGateway {
     return this.shardedPubSub ? sharded(base) : base;
   }
 
-  /** Runs `script` by SHA, loading it when Redis answers NOSCRIPT (first use, restart, `SCRIPT FLUSH`). */
+  /**
+   * Runs `script` by SHA. When Redis answers NOSCRIPT (first use, restart, failover, `SCRIPT FLUSH`), the script is
+   * loaded with `SCRIPT LOAD` and run by SHA again: a script sent with `EVAL` is one Redis 8 may evict (it keeps the
+   * last 500 of those), one loaded is kept. Still unknown after that (the slot moved to a node that did not load it
+   * meanwhile), it goes out once with `EVAL`.
+   */
   readonly run = (base: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> => {
     const script = this.variant(base);
     return evalsha(this.client, script.sha, keys, args).catch((err: unknown) => {
-      if (err instanceof Error && err.message.startsWith('NOSCRIPT'))
-        return this.client.eval(script.source, keys.length, ...keys, ...args);
-      throw err;
+      if (!isNoScript(err)) throw err;
+      return this.load(script).then(() =>
+        evalsha(this.client, script.sha, keys, args).catch((again: unknown) => {
+          if (!isNoScript(again)) throw again;
+          return this.client.eval(script.source, keys.length, ...keys, ...args);
+        }),
+      );
     });
   };
+
+  /**
+   * `SCRIPT LOAD` of `script` where it runs: the server, or every master of a Cluster (the caller's key may be on any).
+   * One load at a time per script, shared by the callers that met NOSCRIPT together. A failed load is not an error
+   * of its own: the retry by SHA says what is wrong.
+   */
+  load(script: LuaScript): Promise<void> {
+    let loading = this.loading.get(script.sha);
+    if (!loading) {
+      const nodes = this.client instanceof Cluster ? this.client.nodes('master') : [this.client];
+      loading = Promise.allSettled(nodes.map((node) => node.script('LOAD', script.source))).then(() => {
+        this.loading.delete(script.sha);
+      });
+      this.loading.set(script.sha, loading);
+    }
+    return loading;
+  }
 
   /**
    * A script that writes something a failover must not lose (a lease granted or moved on): with

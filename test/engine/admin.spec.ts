@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { LockLostError } from '../../lib/errors/lock-lost.error.js';
 import type { LockEvents } from '../../lib/locking/lock-events.js';
 import { ACQUIRE } from '../../lib/redis/scripts/lock-scripts.js';
-import { LockTestKit, abortedWithin, deferred, keysUnder, sleep } from '../support/lock-test-kit.js';
+import { LockTestKit, abortedWithin, commandStats, deferred, keysUnder, sleep } from '../support/lock-test-kit.js';
 
 describe('release by token, forced release, retried commands', () => {
   const kit = new LockTestKit();
@@ -146,6 +146,22 @@ describe('release by token, forced release, retried commands', () => {
       expect(await inner.release()).toBe(false);
       expect(await outer.release()).toBe(false);
     });
+    expect(await keysUnder(redis, engine.settings.keyPrefix)).toEqual([]);
+  });
+
+  it('a script Redis forgot is loaded with SCRIPT LOAD and run by SHA, never sent with EVAL (Redis 8 evicts those)', async () => {
+    const server = await kit.server();
+    const engine = kit.engine({ redis: server.url });
+    const redis = kit.redis(server.url);
+    await (await engine.acquire('k')).release();
+    await redis.script('FLUSH');
+    await redis.config('RESETSTAT');
+    await Promise.all(['k', 'l', 'm'].map(async (key) => (await engine.acquire(key)).release()));
+    const stats = await commandStats(redis);
+    expect(stats.eval ?? 0).toBe(0);
+    // One load per script, shared by the callers that met NOSCRIPT together (ACQUIRE's batch, RELEASE's batch).
+    expect(stats['script|load']).toBeGreaterThanOrEqual(1);
+    expect(stats['script|load']).toBeLessThanOrEqual(4);
     expect(await keysUnder(redis, engine.settings.keyPrefix)).toEqual([]);
   });
 
