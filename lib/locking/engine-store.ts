@@ -1,4 +1,6 @@
 import { hostname } from 'node:os';
+import { bounded } from '../common/async-limits.js';
+import type { LockConfigError } from '../errors/lock-config.error.js';
 import { BoundedLockStore } from '../redis/bounded-lock-store.js';
 import type { RedisClient, RedisConnectionInput } from '../redis/connection.js';
 import type {
@@ -123,4 +125,24 @@ export function scanConnectionsOf(backend: LockStore): readonly RedisClient[] {
   if (backend instanceof RedisLockStore) return [backend.commandConnection];
   if (backend instanceof QuorumLockStore) return backend.commandConnections;
   return [];
+}
+
+/**
+ * The start-up check (docs/managed-services.md): asks the server once what the configuration needs of it (scripting,
+ * Redis 7.0+, sharded pub/sub on a Cluster, `WAIT` or `WAITAOF` with `waitForReplicas`) and rejects with a
+ * `LockConfigError` naming the missing piece and the option to change, instead of failing call by call. A server
+ * that does not answer within `timeoutMs` is not held up: a warning says the check was not made. Nothing to check for
+ * a store without Redis (the memory store).
+ */
+export async function checkEngineServer(backend: LockStore, timeoutMs: number, logger: LockLogger): Promise<void> {
+  const check = (backend as Partial<{ checkServer(): Promise<LockConfigError | undefined> }>).checkServer;
+  if (!check) return;
+  let missing: LockConfigError | undefined;
+  try {
+    missing = await bounded(check.call(backend), timeoutMs, 'the start-up check of the server');
+  } catch (err) {
+    logger.warn(`could not check what the Redis server supports: ${errorText(err)}; each call finds out instead`);
+    return;
+  }
+  if (missing) throw missing;
 }

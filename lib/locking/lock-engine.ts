@@ -11,7 +11,7 @@ import type { LockEngineOptions, ModeFixedOptions, SkipOptions, WaitOptions } fr
 import { EngineCalls } from './engine-calls.js';
 import { validateKeys } from './lock-keys.js';
 import { assembleEngine, type EngineParts } from './engine-parts.js';
-import { scanConnectionsOf } from './engine-store.js';
+import { checkEngineServer, scanConnectionsOf } from './engine-store.js';
 import { LockEventBus, errorText, type LockEventListener, type LockEventName, type LockLogger } from './lock-events.js';
 import type { LockHandleImpl } from './lock-handle.js';
 import { DEFAULT_PING_TIMEOUT_MS, resolveEngineSettings, type LockEngineSettings } from './engine-settings.js';
@@ -21,9 +21,8 @@ import type { WaitRecord } from './waiting.js';
 
 export type { LockEngineOptions, ModeFixedOptions, SkipOptions, WaitOptions } from './engine-options.js';
 
-/** One lock key, or several taken together (all or nothing). */
+// One lock key or several taken together (all or nothing), and the work done under a lock.
 type LockKeys = string | readonly string[];
-/** The work done under a lock. */
 type LockedFn<T> = (lock: LockHandle) => T | Promise<T>;
 
 /**
@@ -212,12 +211,14 @@ export class LockEngine {
     return this.parts.store.inspect(lock);
   }
 
-  /**
-   * @internal The connections that hold this engine's keys, one per independent master (a `Cluster` client stands for
-   * all its masters), for a key scan (the lock board, the CLI). Empty for a store without Redis (the memory store).
-   */
+  /** @internal The connections holding this engine's keys, one per master, for a key scan (board, CLI). */
   scanConnections(): readonly RedisClient[] {
     return scanConnectionsOf(this.parts.backend);
+  }
+
+  /** Asks the server once what it supports; `checkEngineServer` says what it checks and what it does. */
+  checkServer(): Promise<void> {
+    return checkEngineServer(this.parts.backend, this.settings.commandTimeoutMs, this.logger);
   }
 
   /** @internal The acquisitions of this engine waiting right now (the deadlock alarm's records). */

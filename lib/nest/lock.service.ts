@@ -50,8 +50,12 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown, OnA
     LockRegistry.register(this.runtime);
   }
 
-  /** Starts the OpenTelemetry metrics when enabled and `@opentelemetry/api` is installed. */
+  /**
+   * Checks once what the server supports (a `LockConfigError` naming what is missing fails the start-up: see
+   * docs/managed-services.md), then starts the OpenTelemetry metrics when enabled and `@opentelemetry/api` is installed.
+   */
   async onModuleInit(): Promise<void> {
+    await this.engine.checkServer();
     if (this.settings.metrics === false) return;
     const { metrics, metricsRequested } = this.settings;
     this.detachMetrics = await attachOpenTelemetryMetrics(this.engine, metrics, this.logger, metricsRequested);

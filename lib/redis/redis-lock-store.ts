@@ -5,6 +5,8 @@ import type { LockConnections, RedisClient, RedisConnectionInput } from './conne
 import type { Cluster, Redis } from 'ioredis';
 import { lockKeys } from './key-layout.js';
 import { kindConflict } from '../store/kind-conflict.js';
+import type { LockConfigError } from '../errors/lock-config.error.js';
+import { checkServer } from './server-check.js';
 import type { LockKeys } from './key-layout.js';
 import { LeaseRenewals } from './lease-renewals.js';
 import {
@@ -226,6 +228,12 @@ export class RedisLockStore implements LockStore {
       scripts: this.gateway.sourceOf,
       keyPrefix: this.options.keyPrefix,
     });
+  }
+
+  /** What the server lacks of what the configuration needs (`checkServer`), or `undefined`. */
+  checkServer(): Promise<LockConfigError | undefined> {
+    const needs = { waitForReplicas: this.options.waitForReplicas, script: this.gateway.variant(ACQUIRE) };
+    return checkServer(this.client, needs);
   }
 
   async ping(timeoutMs: number): Promise<StorePing> {

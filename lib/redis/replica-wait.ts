@@ -63,6 +63,8 @@ export interface AckedReply {
 export class ReplicaAcks {
   /** Replicas connected to each master (from `ROLE`), by node (`''` for a standalone or Sentinel master). */
   private readonly connected = new Map<string, number>();
+  /** The server refused `ROLE` (Redis Enterprise, Azure): `INFO replication` tells the same, `connected_slaves`. */
+  private roleRefused = false;
 
   constructor(
     private readonly client: RedisClient,
@@ -83,7 +85,8 @@ export class ReplicaAcks {
       if (this.settings.aof) p.call('WAITAOF', 0, wanted, this.settings.timeoutMs);
       else p.wait(wanted, this.settings.timeoutMs);
       // A pipeline goes to one node (on a Cluster, the master of its keys' slot): ROLE describes that master.
-      if (tracksRole) p.role();
+      if (tracksRole && this.roleRefused) p.info('replication');
+      else if (tracksRole) p.role();
       return p.exec();
     };
     let results = await send(true);
@@ -108,6 +111,7 @@ export class ReplicaAcks {
     const [[scriptErr, reply], [waitErr, acked], role] = results;
     if (scriptErr) throw scriptErr;
     if (role && !role[0]) this.noteRole(node, role[1]);
+    else if (role && isRefusal(role[0])) this.roleRefused = true;
     if (waitErr) return { reply, acked: 0, wanted, refused: waitErr };
     // WAITAOF answers [local fsyncs, replicas' fsyncs]; WAIT the replicas.
     return { reply, acked: Number(Array.isArray(acked) ? acked[1] : acked), wanted };
@@ -124,7 +128,7 @@ export class ReplicaAcks {
     }
     try {
       await this.waitNone(this.client);
-      if (this.settings.replicas === 'connected') this.noteRole('', await this.client.role());
+      if (this.settings.replicas === 'connected') await this.wanted('', undefined);
       return undefined;
     } catch (err) {
       return err;
@@ -150,17 +154,30 @@ export class ReplicaAcks {
     if (known !== undefined) return known;
     if (this.client instanceof Cluster && key !== undefined) {
       // ROLE has no key: pipelined behind a read of `key`, it reaches that key's master.
-      const results = await this.client.pipeline().exists(key).role().exec();
+      const ask = (p: ChainableCommander) => (this.roleRefused ? p.info('replication') : p.role());
+      let results = await ask(this.client.pipeline().exists(key)).exec();
+      if (isRefusal(results?.[1]?.[0]) && !this.roleRefused) {
+        this.roleRefused = true;
+        results = await ask(this.client.pipeline().exists(key)).exec();
+      }
       this.noteRole(node, results?.[1]?.[1]);
     } else {
-      this.noteRole(node, await this.client.role());
+      const role = this.roleRefused ? undefined : await this.client.role().catch((err: unknown) => err);
+      if (role === undefined || isRefusal(role)) {
+        this.roleRefused = true;
+        this.noteRole(node, await this.client.info('replication'));
+      } else {
+        this.noteRole(node, role);
+      }
     }
     return this.connected.get(node) ?? 0;
   }
 
-  /** `ROLE` of a master: `['master', offset, [[host, port, offset], …]]`. */
+  /** `ROLE` of a master (`['master', offset, [[host, port, offset], …]]`), or its `INFO replication` text. */
   private noteRole(node: string, role: unknown): void {
     if (Array.isArray(role) && role[0] === 'master' && Array.isArray(role[2])) this.connected.set(node, role[2].length);
+    const count = typeof role === 'string' && /^role:master\r?$/m.test(role) && /^connected_slaves:(\d+)/m.exec(role);
+    if (count) this.connected.set(node, Number(count[1]));
   }
 }
 
@@ -207,4 +224,9 @@ function refreshSlots(cluster: Cluster, timeoutMs: number): Promise<void> {
       resolve();
     });
   });
+}
+
+/** An error reply of the server (a refusal), as opposed to a connection that failed. */
+function isRefusal(err: unknown): boolean {
+  return err instanceof Error && err.name === 'ReplyError';
 }

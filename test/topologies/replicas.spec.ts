@@ -308,3 +308,43 @@ describe('waitForReplicas with aof: WAITAOF (a master and one replica)', () => {
     expect((err as Error).message).toMatch(/no WAITAOF .*set waitForReplicas\.aof to false/);
   });
 });
+
+describe("waitForReplicas 'connected' on a master that refuses ROLE (as Redis Enterprise and Azure do)", () => {
+  const kit = new LockTestKit();
+  let master: RedisProcess;
+  let replica: RedisProcess;
+  let replicaAdmin: Redis;
+
+  beforeAll(async () => {
+    master = await RedisProcess.start(undefined, ['--rename-command', 'ROLE', '']);
+    replica = await RedisProcess.start(undefined, ['--replicaof', '127.0.0.1', String(master.port)]);
+    replicaAdmin = new Redis(replica.url, { maxRetriesPerRequest: 1 });
+    await until(
+      async () => /master_link_status:up/.test(await replicaAdmin.info('replication')),
+      10_000,
+      'the replica to sync',
+    );
+  }, 20_000);
+  afterEach(() => kit.closeAll());
+  afterAll(async () => {
+    replicaAdmin.disconnect();
+    await replica.dispose();
+    await master.dispose();
+  });
+
+  it('counts the connected replicas from INFO replication: refused while the one replica lags, granted otherwise', async () => {
+    const a = kit.engine({
+      redis: master.url,
+      commandTimeoutMs: COMMAND_MS,
+      waitForReplicas: { replicas: 'connected', timeoutMs: WAIT_MS },
+    });
+    const first = await a.acquire('order:7');
+    expect(await keysUnder(replicaAdmin, a.settings.keyPrefix)).not.toEqual([]);
+    await first.release();
+    await replicaAdmin.call('CLIENT', 'PAUSE', '800', 'WRITE');
+    await expect(a.acquire('order:7')).rejects.toMatchObject({ reason: 'not-replicated' });
+    await sleep(900);
+    await (await a.acquire('order:7', { waitTimeoutMs: 2_000 })).release();
+    expect(kit.logger.lines.filter((l) => /refused/.test(l))).toEqual([]);
+  });
+});

@@ -1,3 +1,4 @@
+import type { LockConfigError } from '../../errors/lock-config.error.js';
 import type { LockError } from '../../errors/lock.error.js';
 import type { LockOperation } from '../../errors/lock-unavailable.error.js';
 import type { LockInfo, LockMode } from '../../types/lock.types.js';
@@ -238,6 +239,15 @@ export class QuorumLockStore implements LockStore {
   /**
    * Pings every master; a connection kind is up when it answered on a majority. `error` names the masters that failed.
    */
+  /** What any master lacks of what the configuration needs, or `undefined` (see `RedisLockStore.checkServer`). */
+  async checkServer(): Promise<LockConfigError | undefined> {
+    for (const m of this.masters.list) {
+      const missing = await m.store.checkServer();
+      if (missing) return missing;
+    }
+    return undefined;
+  }
+
   async ping(timeoutMs: number): Promise<StorePing> {
     return majorityPing(this.masters, await Promise.all(this.masters.list.map((m) => m.store.ping(timeoutMs))));
   }
