@@ -31,6 +31,8 @@ export { DEFAULT_LOCK_SETTINGS } from './locking/engine-settings.js';
 export type { LockEngineSettings } from './locking/engine-settings.js';
 export type { AcquireOptions, LockHandle, LockHolderInfo, LockInfo, LockMode, LockPing } from './types/lock.types.js';
 export type { PermitHandle, PermitInfo, PermitOptions } from './types/permit.types.js';
+export type { CampaignOptions, LeaderFn, LeaderInfo, Leadership, StopCampaign } from './leader/leader.types.js';
+export { DEFAULT_CAMPAIGN_OPTIONS } from './leader/leader-options.js';
 export type {
   LockEvents,
   LockEventName,

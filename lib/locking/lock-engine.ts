@@ -1,4 +1,6 @@
 import { performance } from 'node:perf_hooks';
+import { Leaders } from '../leader/leaders.js';
+import type { CampaignOptions, LeaderFn, LeaderInfo, StopCampaign } from '../leader/leader.types.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { LockStoreFactory } from '../store/lock-store.js';
 import type { AcquireOptions, LockHandle, LockInfo, LockPing } from '../types/lock.types.js';
@@ -13,9 +15,10 @@ import { checkEngineServer, scanConnectionsOf } from './engine-store.js';
 import { LockEventBus, type LockEventListener, type LockEventName, type LockLogger } from './lock-events.js';
 import type { LockHandleImpl } from './lock-handle.js';
 import { DEFAULT_PING_TIMEOUT_MS, resolveEngineSettings, type LockEngineSettings } from './engine-settings.js';
-import { currentHandle, newInstanceId, runInOwnerScope, runWithHandle } from './owner-context.js';
+import { currentHandle, newInstanceId, runAsNewOwner, runInOwnerScope, runWithHandle } from './owner-context.js';
 import { runLocked } from './skipping.js';
 import type { WaitRecord } from './waiting.js';
+import type { Observable } from 'rxjs';
 
 export type { LockEngineOptions, ModeFixedOptions, SkipOptions, WaitOptions } from './engine-options.js';
 
@@ -43,6 +46,7 @@ export class LockEngine {
   private readonly parts: EngineParts;
   private readonly calls: EngineCalls;
   private readonly admin: EngineAdmin;
+  private readonly leaders: Leaders;
   private closed = false;
   /** Set by `beginShutdown`: new holds are refused and waiters rejected; re-entry by current holders goes on. */
   private closing = false;
@@ -64,6 +68,7 @@ export class LockEngine {
     this.calls = new EngineCalls(this.settings, this.parts.acquirer, this.instanceId, this.logger, () => this.closed);
     this.admin = new EngineAdmin(this.parts, () => this.closed);
     this.parts.alarm.start();
+    this.leaders = new Leaders(this, this.logger, (fn) => runAsNewOwner(this.instanceId, fn));
   }
 
   /** Number of holds this process currently keeps (and renews). */
@@ -232,6 +237,31 @@ export class LockEngine {
     return this.parts.permits.forceRelease(key, holder);
   }
 
+  /** Campaigns for `name` (docs/leader-election.md): runs `fn(lead)` while elected; returns the stop function. */
+  campaign(name: string, fn: LeaderFn, options?: CampaignOptions): StopCampaign {
+    return this.leaders.campaign(name, fn, options);
+  }
+
+  /** The leader of `name` (app, host, pid, since, term) as Redis has it, or `null`. */
+  leader(name: string): Promise<LeaderInfo | null> {
+    return this.leaders.leader(name);
+  }
+
+  /** A campaign of this engine leads `name` now. */
+  isLeader(name: string): boolean {
+    return this.leaders.isLeader(name);
+  }
+
+  /** Gives up this engine's leadership of `name` now (resolves once released); it campaigns again later. */
+  resign(name: string): Promise<boolean> {
+    return this.leaders.resign(name);
+  }
+
+  /** The leader of `name` (or `null`), on subscription and within a second of every change. */
+  watchLeader(name: string): Observable<LeaderInfo | null> {
+    return this.leaders.watchLeader(name);
+  }
+
   /** Round trip to Redis on the command and the wake-up connections, each bounded by `timeoutMs`. Never rejects. */
   ping(timeoutMs = DEFAULT_PING_TIMEOUT_MS): Promise<LockPing> {
     return this.parts.store.ping(timeoutMs);
@@ -244,6 +274,7 @@ export class LockEngine {
   beginShutdown(): void {
     if (this.closing) return;
     this.closing = true;
+    void this.leaders.stopAll();
     this.parts.alarm.stop();
     this.parts.recheck.stop();
     this.parts.room.wakeAll();
@@ -259,6 +290,7 @@ export class LockEngine {
     if (this.closed) return;
     this.closed = true;
     this.beginShutdown();
+    await this.leaders.stopAll();
     await this.calls.settled();
     await this.parts.keeper.releaseAll();
     await this.parts.leftovers.settle(performance.now() + this.settings.commandTimeoutMs);
