@@ -16,6 +16,7 @@ export { WriteLocked, Locked } from './decorators/write-locked.decorator.js';
 export { ReadLocked } from './decorators/read-locked.decorator.js';
 export { Semaphore } from './decorators/semaphore.decorator.js';
 export type { SemaphoreOptions } from './decorators/semaphore.decorator.js';
+export { Leader } from './decorators/leader.decorator.js';
 export { ScheduledLock } from './schedule/scheduled-lock.decorator.js';
 export type { ScheduledLockOptions } from './schedule/scheduled-lock.decorator.js';
 export type { LockedOptions } from './decorators/lock-decorator.factory.js';
