@@ -16,6 +16,7 @@ export { WriteLocked, Locked } from './decorators/write-locked.decorator.js';
 export { ReadLocked } from './decorators/read-locked.decorator.js';
 export { Semaphore } from './decorators/semaphore.decorator.js';
 export type { SemaphoreOptions } from './decorators/semaphore.decorator.js';
+export { Leader } from './decorators/leader.decorator.js';
 export { ScheduledLock } from './schedule/scheduled-lock.decorator.js';
 export type { ScheduledLockOptions } from './schedule/scheduled-lock.decorator.js';
 export type { LockedOptions } from './decorators/lock-decorator.factory.js';
@@ -31,6 +32,8 @@ export { DEFAULT_LOCK_SETTINGS } from './locking/engine-settings.js';
 export type { LockEngineSettings } from './locking/engine-settings.js';
 export type { AcquireOptions, LockHandle, LockHolderInfo, LockInfo, LockMode, LockPing } from './types/lock.types.js';
 export type { PermitHandle, PermitInfo, PermitOptions } from './types/permit.types.js';
+export type { CampaignOptions, LeaderFn, LeaderInfo, Leadership, StopCampaign } from './leader/leader.types.js';
+export { DEFAULT_CAMPAIGN_OPTIONS } from './leader/leader-options.js';
 export type {
   LockEvents,
   LockEventName,

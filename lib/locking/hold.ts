@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { abortedOf, checkedOnRead } from '../common/checked-signal.js';
 import type { LockLostError } from '../errors/lock-lost.error.js';
 import type { LockRef } from '../store/lock-store.js';
 import type { LockMode } from '../types/lock.types.js';
@@ -26,44 +27,6 @@ export interface HoldOwner {
   forget(hold: Hold): void;
   /** The owner's current hold on `ownerKey` in `mode`, if any. */
   hold(ownerKey: string, mode: LockMode): Hold | undefined;
-}
-
-// The prototype's own getters, called on a signal whose instance properties `checkedOnRead` replaced.
-const prototypeGetter = (name: 'aborted' | 'reason'): ((this: AbortSignal) => unknown) =>
-  (Object.getOwnPropertyDescriptor(AbortSignal.prototype, name) as { get: (this: AbortSignal) => unknown }).get;
-const abortedOf = prototypeGetter('aborted') as (this: AbortSignal) => boolean;
-const reasonOf = prototypeGetter('reason');
-
-/**
- * Makes `signal` check `beforeRead` whenever it is read (`aborted`, `reason`, `throwIfAborted()`), so a deadline
- * that passed while no timer could run (a paused process, a blocked event loop) aborts it at the moment it is read,
- * not when the watchdog's timer next fires.
- */
-export function checkedOnRead(signal: AbortSignal, beforeRead: () => void): AbortSignal {
-  Object.defineProperties(signal, {
-    aborted: {
-      configurable: true,
-      get(this: AbortSignal) {
-        beforeRead();
-        return abortedOf.call(this);
-      },
-    },
-    reason: {
-      configurable: true,
-      get(this: AbortSignal) {
-        beforeRead();
-        return reasonOf.call(this);
-      },
-    },
-    throwIfAborted: {
-      configurable: true,
-      value(this: AbortSignal) {
-        beforeRead();
-        AbortSignal.prototype.throwIfAborted.call(this);
-      },
-    },
-  });
-  return signal;
 }
 
 /**

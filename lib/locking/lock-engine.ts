@@ -1,23 +1,24 @@
 import { performance } from 'node:perf_hooks';
-import { LockClosedError } from '../errors/lock-closed.error.js';
-import { LockKeyError } from '../errors/lock-key.error.js';
-import { validateLockKey } from '../redis/key-layout.js';
+import { Leaders } from '../leader/leaders.js';
+import type { CampaignOptions, LeaderFn, LeaderInfo, StopCampaign } from '../leader/leader.types.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { LockStoreFactory } from '../store/lock-store.js';
 import type { AcquireOptions, LockHandle, LockInfo, LockPing } from '../types/lock.types.js';
 import type { PermitHandle, PermitInfo, PermitOptions } from '../types/permit.types.js';
 import { consoleLogger } from './engine-options.js';
 import type { LockEngineOptions, ModeFixedOptions, SkipOptions, WaitOptions } from './engine-options.js';
+import { EngineAdmin } from './engine-admin.js';
 import { EngineCalls } from './engine-calls.js';
 import { validateKeys } from './lock-keys.js';
 import { assembleEngine, type EngineParts } from './engine-parts.js';
 import { checkEngineServer, scanConnectionsOf } from './engine-store.js';
-import { LockEventBus, errorText, type LockEventListener, type LockEventName, type LockLogger } from './lock-events.js';
+import { LockEventBus, type LockEventListener, type LockEventName, type LockLogger } from './lock-events.js';
 import type { LockHandleImpl } from './lock-handle.js';
 import { DEFAULT_PING_TIMEOUT_MS, resolveEngineSettings, type LockEngineSettings } from './engine-settings.js';
-import { currentHandle, newInstanceId, runInOwnerScope, runWithHandle } from './owner-context.js';
-import { acquireOrSkip, skipped } from './skipping.js';
+import { currentHandle, newInstanceId, runAsNewOwner, runInOwnerScope, runWithHandle } from './owner-context.js';
+import { runLocked } from './skipping.js';
 import type { WaitRecord } from './waiting.js';
+import type { Observable } from 'rxjs';
 
 export type { LockEngineOptions, ModeFixedOptions, SkipOptions, WaitOptions } from './engine-options.js';
 
@@ -44,6 +45,8 @@ export class LockEngine {
   /** The store, keeper (watchdog), waiting room, acquirer, leftovers, alarm and semaphores (`assembleEngine`). */
   private readonly parts: EngineParts;
   private readonly calls: EngineCalls;
+  private readonly admin: EngineAdmin;
+  private readonly leaders: Leaders;
   private closed = false;
   /** Set by `beginShutdown`: new holds are refused and waiters rejected; re-entry by current holders goes on. */
   private closing = false;
@@ -63,7 +66,9 @@ export class LockEngine {
       track: (acquisition, boundMs, key) => this.calls.track(acquisition, boundMs, key),
     });
     this.calls = new EngineCalls(this.settings, this.parts.acquirer, this.instanceId, this.logger, () => this.closed);
+    this.admin = new EngineAdmin(this.parts, () => this.closed);
     this.parts.alarm.start();
+    this.leaders = new Leaders(this, this.logger, (fn) => runAsNewOwner(this.instanceId, fn));
   }
 
   /** Number of holds this process currently keeps (and renews). */
@@ -109,8 +114,7 @@ export class LockEngine {
 
   /**
    * @internal The decorators' acquisition for checked keys: waits (`ifLocked: 'wait'`), or one attempt that resolves
-   * `null` after a `skipped` event when the lock is busy (and, unless `failWhenUnavailable`, when Redis cannot be
-   * reached: then it rejects as `tryAcquire` does).
+   * `null` after a `skipped` event when busy (or Redis unreachable, unless `failWhenUnavailable`: then it rejects).
    */
   acquireOrSkipChecked(
     keys: readonly string[],
@@ -129,21 +133,7 @@ export class LockEngine {
   withLock<T>(keys: LockKeys, fn: LockedFn<T>, options?: WaitOptions): Promise<T>;
   withLock<T>(keys: LockKeys, fn: LockedFn<T>, options?: AcquireOptions): Promise<T | undefined>;
   withLock<T>(keys: LockKeys, fn: LockedFn<T>, options?: AcquireOptions): Promise<T | undefined> {
-    return runInOwnerScope(this.instanceId, async () => {
-      const attempt = () => this.tryAcquire(keys, options);
-      const handle =
-        options?.ifLocked === 'skip'
-          ? await acquireOrSkip(attempt, this.events, skipped(keys, options, this.instanceId))
-          : await this.acquire(keys, options);
-      if (!handle) return undefined;
-      try {
-        return await this.runWithHandle(handle, () => fn(handle));
-      } finally {
-        await handle.release().catch((err: unknown) => {
-          this.logger.warn(`releasing "${handle.key}" failed (its lease will free it): ${errorText(err)}`);
-        });
-      }
-    });
+    return runLocked(this, this.events, this.logger, keys, fn, options);
   }
 
   /** `withLock` in read mode: shared with other readers. */
@@ -178,37 +168,24 @@ export class LockEngine {
    * @throws {LockKeyError} for an invalid key or token.
    * @throws {LockUnavailableError} when Redis cannot be reached or does not answer within `commandTimeoutMs`.
    */
-  async release(key: string, token: string): Promise<boolean> {
-    const lock = this.parts.store.lock(validateLockKey(key));
-    if (typeof token !== 'string' || token.length === 0)
-      throw new LockKeyError(`invalid token for "${key}": expected the non-empty token of a LockHandle`, token, key);
-    this.throwIfClosed(key);
-    this.parts.keeper.endByToken(key, token);
-    return (await this.parts.store.release(lock, token, undefined)) === 'ended';
+  release(key: string, token: string): Promise<boolean> {
+    return this.admin.release(key, token);
   }
 
   /**
-   * Frees `key` whoever holds it (holders learn it at their next renewal); `true` if it was held. On a semaphore's key:
-   * `LockConfigError`, nothing changed (`forceReleasePermits`). @throws {LockUnavailableError} no answer in
-   * `commandTimeoutMs`.
+   * Frees `key` whoever holds it (holders learn it at their next renewal); `true` if it was held. A semaphore's key:
+   * `LockConfigError` (`forceReleasePermits`). @throws {LockUnavailableError} no answer in `commandTimeoutMs`.
    */
-  async forceRelease(key: string): Promise<boolean> {
-    const lock = this.parts.store.lock(validateLockKey(key));
-    this.throwIfClosed(key);
-    const sentAt = performance.now();
-    const held = await this.parts.store.forceRelease(lock);
-    this.parts.keeper.loseAll(key, sentAt);
-    return held;
+  forceRelease(key: string): Promise<boolean> {
+    return this.admin.forceRelease(key);
   }
 
   /**
    * Who holds `key` and who waits, from Redis; `null` when nobody holds it. An invalid key rejects (never throws).
    * @throws {LockUnavailableError} when Redis cannot be reached or does not answer within `commandTimeoutMs`.
    */
-  async inspect(key: string): Promise<LockInfo | null> {
-    const lock = this.parts.store.lock(validateLockKey(key));
-    this.throwIfClosed(key);
-    return this.parts.store.inspect(lock);
+  inspect(key: string): Promise<LockInfo | null> {
+    return this.admin.inspect(key);
   }
 
   /** @internal The connections holding this engine's keys, one per master, for a key scan (board, CLI). */
@@ -260,6 +237,31 @@ export class LockEngine {
     return this.parts.permits.forceRelease(key, holder);
   }
 
+  /** Campaigns for `name` (docs/leader-election.md): runs `fn(lead)` while elected; returns the stop function. */
+  campaign(name: string, fn: LeaderFn, options?: CampaignOptions): StopCampaign {
+    return this.leaders.campaign(name, fn, options);
+  }
+
+  /** The leader of `name` (app, host, pid, since, term) as Redis has it, or `null`. */
+  leader(name: string): Promise<LeaderInfo | null> {
+    return this.leaders.leader(name);
+  }
+
+  /** A campaign of this engine leads `name` now. */
+  isLeader(name: string): boolean {
+    return this.leaders.isLeader(name);
+  }
+
+  /** Gives up this engine's leadership of `name` now (resolves once released); it campaigns again later. */
+  resign(name: string): Promise<boolean> {
+    return this.leaders.resign(name);
+  }
+
+  /** The leader of `name` (or `null`), on subscription and within a second of every change. */
+  watchLeader(name: string): Observable<LeaderInfo | null> {
+    return this.leaders.watchLeader(name);
+  }
+
   /** Round trip to Redis on the command and the wake-up connections, each bounded by `timeoutMs`. Never rejects. */
   ping(timeoutMs = DEFAULT_PING_TIMEOUT_MS): Promise<LockPing> {
     return this.parts.store.ping(timeoutMs);
@@ -272,6 +274,7 @@ export class LockEngine {
   beginShutdown(): void {
     if (this.closing) return;
     this.closing = true;
+    void this.leaders.stopAll();
     this.parts.alarm.stop();
     this.parts.recheck.stop();
     this.parts.room.wakeAll();
@@ -287,14 +290,11 @@ export class LockEngine {
     if (this.closed) return;
     this.closed = true;
     this.beginShutdown();
+    await this.leaders.stopAll();
     await this.calls.settled();
     await this.parts.keeper.releaseAll();
     await this.parts.leftovers.settle(performance.now() + this.settings.commandTimeoutMs);
     this.parts.leftovers.stop();
     await this.parts.store.close();
-  }
-
-  private throwIfClosed(key: string): void {
-    if (this.closed) throw new LockClosedError(key);
   }
 }

@@ -1,6 +1,6 @@
 import { LockNotHeldError } from '../errors/lock-not-held.error.js';
 import type { LockHandle, LockMode } from '../types/lock.types.js';
-import { checkedOnRead } from './hold.js';
+import { checkedOnRead } from '../common/checked-signal.js';
 import type { Hold } from './hold.js';
 import type { LockOwner } from './owner-context.js';
 

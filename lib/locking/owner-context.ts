@@ -142,6 +142,11 @@ export function runInOwnerScope<T>(instanceId: string, fn: () => T): T {
   return ownerStorage().run({ owner: new LockOwner(instanceId), handle: undefined }, fn);
 }
 
+/** Runs `fn` as a new owner of its own, whatever context the caller is in (each term of a campaign is one). */
+export function runAsNewOwner<T>(instanceId: string, fn: () => T): T {
+  return ownerStorage().run({ owner: new LockOwner(instanceId), handle: undefined }, fn);
+}
+
 /** Runs `fn` in the current owner context (or `owner`'s, outside any) with `handle` as the current handle. */
 export function runWithHandle<T>(handle: LockHandle, owner: LockOwner, fn: () => T): T {
   return ownerStorage().run({ owner: ownerStorage().getStore()?.owner ?? owner, handle }, fn);

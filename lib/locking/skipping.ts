@@ -1,7 +1,8 @@
 import { LockUnavailableError } from '../errors/lock-unavailable.error.js';
 import type { AcquireOptions, LockHandle, LockMode } from '../types/lock.types.js';
-import type { LockEventBus } from './lock-events.js';
-import { currentOwner } from './owner-context.js';
+import { errorText } from './lock-events.js';
+import type { LockEventBus, LockLogger } from './lock-events.js';
+import { currentOwner, runInOwnerScope } from './owner-context.js';
 
 /**
  * `ifLocked: 'skip'`: one attempt (`tryAcquire`); when the lock is busy, or Redis cannot be reached or does not answer
@@ -36,4 +37,41 @@ export function skipped(
     mode: options.mode ?? 'write',
     owner: currentOwner(instanceId).id,
   };
+}
+
+/** What `withLock` needs of its engine (implemented by `LockEngine`). */
+export interface LockedRunner {
+  readonly instanceId: string;
+  acquire(keys: string | readonly string[], options?: AcquireOptions): Promise<LockHandle>;
+  tryAcquire(keys: string | readonly string[], options?: AcquireOptions): Promise<LockHandle | null>;
+  runWithHandle<T>(handle: LockHandle, fn: () => T): T;
+}
+
+/**
+ * `withLock` on `engine`: acquires (or, with `ifLocked: 'skip'`, tries once), runs `fn(handle)` with the lock as the
+ * current one, releases on success and on throw (a failed release is logged: the lease frees the lock).
+ */
+export function runLocked<T>(
+  engine: LockedRunner,
+  events: LockEventBus,
+  logger: LockLogger,
+  keys: string | readonly string[],
+  fn: (lock: LockHandle) => T | Promise<T>,
+  options: AcquireOptions | undefined,
+): Promise<T | undefined> {
+  return runInOwnerScope(engine.instanceId, async () => {
+    const attempt = () => engine.tryAcquire(keys, options);
+    const handle =
+      options?.ifLocked === 'skip'
+        ? await acquireOrSkip(attempt, events, skipped(keys, options, engine.instanceId))
+        : await engine.acquire(keys, options);
+    if (!handle) return undefined;
+    try {
+      return await engine.runWithHandle(handle, () => fn(handle));
+    } finally {
+      await handle.release().catch((err: unknown) => {
+        logger.warn(`releasing "${handle.key}" failed (its lease will free it): ${errorText(err)}`);
+      });
+    }
+  });
 }

@@ -1,5 +1,7 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import type { BeforeApplicationShutdown, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import type { Observable } from 'rxjs';
+import type { CampaignOptions, LeaderFn, LeaderInfo, StopCampaign } from '../leader/leader.types.js';
 import { LockEngine } from '../locking/lock-engine.js';
 import type { ModeFixedOptions, SkipOptions, WaitOptions } from '../locking/lock-engine.js';
 import type { LockEventListener, LockEventName } from '../locking/lock-events.js';
@@ -198,6 +200,35 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown, OnA
   /** Administrative: frees a permit by its `token`, an owner's (`{ owner }` as inspected), or all of `key`'s. */
   forceReleasePermits(key: string, holder?: string | { readonly owner: string }): Promise<number> {
     return this.engine.forceReleasePermits(key, holder);
+  }
+
+  /**
+   * Campaigns for leadership of `name` (docs/leader-election.md): once elected, runs `fn(lead)` for as long as the
+   * term lasts (`lead.signal` aborts when it ends), then resigns and campaigns again after `restartDelayMs`. Returns
+   * the stop function. `@Leader` does this for a provider method.
+   */
+  campaign(name: string, fn: LeaderFn, options?: CampaignOptions): StopCampaign {
+    return this.engine.campaign(name, fn, options);
+  }
+
+  /** The leader of `name` (`app`, `host`, `pid`, `since`, `term`) as Redis has it, or `null`. */
+  leader(name: string): Promise<LeaderInfo | null> {
+    return this.engine.leader(name);
+  }
+
+  /** This process leads `name` now. */
+  isLeader(name: string): boolean {
+    return this.engine.isLeader(name);
+  }
+
+  /** Gives up this process's leadership of `name` (resolves once released); it campaigns again after `restartDelayMs`. */
+  resign(name: string): Promise<boolean> {
+    return this.engine.resign(name);
+  }
+
+  /** The leader of `name` (or `null`): on subscription, then within a second of every change. */
+  watchLeader(name: string): Observable<LeaderInfo | null> {
+    return this.engine.watchLeader(name);
   }
 
   /** The lock of the current decorated method or `withLock` callback, if any. */

@@ -1,5 +1,7 @@
 import { Module } from '@nestjs/common';
 import type { DynamicModule } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
+import { LeaderExplorer } from '../nest/leader-explorer.js';
 import { LockService } from '../nest/lock.service.js';
 import { LOCK_STORE_FACTORY } from '../nest/lock-store.token.js';
 import type { RedisLockModuleOptions } from '../nest/redis-lock-module-options.interface.js';
@@ -42,10 +44,12 @@ export class RedisLockTestingModule {
     return {
       module: RedisLockTestingModule,
       global: isGlobal,
+      imports: [DiscoveryModule],
       providers: [
         { provide: MODULE_OPTIONS_TOKEN, useValue: lockOptions },
         { provide: LOCK_STORE_FACTORY, useValue: memoryLockStore(world) },
         LockService,
+        LeaderExplorer,
       ],
       exports: [LockService, MODULE_OPTIONS_TOKEN],
     };

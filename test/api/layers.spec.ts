@@ -16,13 +16,14 @@ const FLOORS = [
   ['observability'],
   ['read-model'],
   ['locking'],
+  ['leader'],
   ['redis'],
   ['store'],
   ['common'],
   ['errors', 'types'],
 ];
 /** Folders that stay free of the framework (DESIGN: the engine and what is under it do not import `@nestjs/*`). */
-const FRAMEWORK_FREE = ['read-model', 'locking', 'redis', 'store', 'common', 'errors', 'types'];
+const FRAMEWORK_FREE = ['read-model', 'locking', 'leader', 'redis', 'store', 'common', 'errors', 'types'];
 
 const lib = resolve(dirname(fileURLToPath(import.meta.url)), '../../lib');
 const floorOf = new Map(FLOORS.flatMap((folders, i) => folders.map((f) => [f, i] as const)));

@@ -81,9 +81,24 @@ export class WorkerProcess {
     });
   }
 
+  /** The first message of `type` received and not yet taken, taken now; `undefined` if there is none. */
+  take<T extends WorkerMessage['type']>(type: T): MessageOf<T> | undefined {
+    const index = this.inbox.findIndex((m) => m.type === type);
+    return index < 0 ? undefined : (this.inbox.splice(index, 1)[0] as MessageOf<T>);
+  }
+
+  /** Sends `signal` without waiting for anything (SIGSTOP, SIGCONT, or SIGTERM to let it close). */
+  signal(signal: NodeJS.Signals): void {
+    this.child.kill(signal);
+  }
+
   /** Sends `signal` (default SIGKILL) unless the process has exited, and waits for the exit. */
   async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
-    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
+    if (this.child.exitCode === null && this.child.signalCode === null) {
+      // A stopped process must be continued to act on anything but SIGKILL.
+      if (signal !== 'SIGKILL') this.child.kill('SIGCONT');
+      this.child.kill(signal);
+    }
     await this.exited;
   }
 }

@@ -1,0 +1,43 @@
+import { LockConfigError } from '../errors/lock-config.error.js';
+import { validateLockKey } from '../redis/key-layout.js';
+import type { CampaignOptions } from './leader.types.js';
+
+/** The defaults of `CampaignOptions`, merged here and nowhere else. */
+export const DEFAULT_CAMPAIGN_OPTIONS: Readonly<Required<CampaignOptions>> = Object.freeze({
+  leaseMs: 10_000,
+  restartDelayMs: 1_000,
+});
+
+/** Shortest leadership lease accepted (ms): the watchdog renews every third of it. */
+const MIN_LEADER_LEASE_MS = 100;
+/** Longest lease or delay accepted (ms): the Node timer limit. */
+const MAX_MS = 2_147_483_647;
+
+/** The lock key of leadership `name`: `leader:<name>`. @throws {LockKeyError} when it is not a valid lock key. */
+export function leaderKey(name: string): string {
+  if (typeof name !== 'string' || name.length === 0) {
+    throw new LockConfigError(`invalid leader name ${JSON.stringify(name)}: expected a non-empty string`, 'name');
+  }
+  return validateLockKey(`leader:${name}`);
+}
+
+/** `options` over the defaults, checked. @throws {LockConfigError} naming the option and the leader. */
+export function resolveCampaignOptions(name: string, options: CampaignOptions = {}): Required<CampaignOptions> {
+  const resolved = { ...DEFAULT_CAMPAIGN_OPTIONS };
+  for (const [option, min] of [
+    ['leaseMs', MIN_LEADER_LEASE_MS],
+    ['restartDelayMs', 0],
+  ] as const) {
+    const value: unknown = options[option];
+    if (value === undefined) continue;
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > MAX_MS) {
+      throw new LockConfigError(
+        `invalid ${option} for leader "${name}": ${JSON.stringify(value) ?? typeof value}; expected an integer number of milliseconds from ${min} to ${MAX_MS}`,
+        option,
+        `leader:${name}`,
+      );
+    }
+    resolved[option] = value;
+  }
+  return resolved;
+}

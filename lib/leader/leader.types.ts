@@ -1,0 +1,50 @@
+/** One term of leadership, handed to the function a campaign runs while this process leads. */
+export interface Leadership {
+  /** The name campaigned for (the lock key is `leader:<name>`). */
+  readonly name: string;
+  /**
+   * The fencing token of this term's lock: strictly increasing across terms, whichever process leads. Pass it with
+   * every write the leader makes, so that a store can refuse writes of a term that has ended.
+   */
+  readonly term: number;
+  /**
+   * Aborted when this term ends: leadership lost (a `LockLostError`: the lease ran out or Redis no longer has the
+   * lock; also read after the local lease deadline passed, timers or not), `resign`, the campaign's stop function, or
+   * the engine's shutdown (a `LockClosedError`). Stop acting as leader at once when it aborts.
+   */
+  readonly signal: AbortSignal;
+  /** When this process was elected (its own clock). */
+  readonly since: Date;
+}
+
+/** The leader of a name, as Redis has it (`leader(name)`, `watchLeader(name)`). */
+export interface LeaderInfo {
+  /** The leader's `appName`. */
+  readonly app: string;
+  readonly host: string;
+  readonly pid: number;
+  /** When its term began (Redis server time). */
+  readonly since: Date;
+  /** Its term: the fencing token of its lock. */
+  readonly term: number;
+}
+
+/** Options of `campaign` and `@Leader`. */
+export interface CampaignOptions {
+  /**
+   * Lease of the leadership lock, renewed by the watchdog while this process lives: a leader that dies or freezes
+   * is replaced this long after its last renewal at most. In milliseconds; default `10_000`.
+   */
+  readonly leaseMs?: number;
+  /**
+   * Pause before campaigning again after a term ended (the function returned or threw, `resign`, leadership lost),
+   * and between attempts while Redis cannot be reached. In milliseconds; default `1_000`.
+   */
+  readonly restartDelayMs?: number;
+}
+
+/** What a campaign runs for each term it wins. */
+export type LeaderFn = (lead: Leadership) => unknown;
+
+/** Stops a campaign: ends the current term (its signal aborts, its function is awaited, the lock released). */
+export type StopCampaign = () => Promise<void>;

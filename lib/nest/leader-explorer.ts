@@ -1,0 +1,54 @@
+import { Injectable, Logger } from '@nestjs/common';
+import type { BeforeApplicationShutdown, OnApplicationBootstrap } from '@nestjs/common';
+import { DiscoveryService, MetadataScanner } from '@nestjs/core';
+import { LEADER_METADATA } from '../leader/leader-method.js';
+import type { LeaderMethodSpec } from '../leader/leader-method.js';
+import type { Leadership, StopCampaign } from '../leader/leader.types.js';
+import { LockService } from './lock.service.js';
+
+/**
+ * Finds the `@Leader` methods of the application's providers once it has started, and campaigns for each
+ * (`LockService.campaign`); on shutdown, stops every campaign: a leader's signal aborts, its method is awaited and its
+ * lock released, so a standby takes over at once. Methods of request-scoped providers are skipped (with a warning).
+ */
+@Injectable()
+export class LeaderExplorer implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger('RedisLock');
+  private readonly stops: StopCampaign[] = [];
+
+  constructor(
+    private readonly discovery: DiscoveryService,
+    private readonly scanner: MetadataScanner,
+    private readonly locks: LockService,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    for (const wrapper of this.discovery.getProviders()) {
+      const instance: unknown = wrapper.instance;
+      const prototype: unknown =
+        instance && typeof instance === 'object'
+          ? Object.getPrototypeOf(instance)
+          : wrapper.inject
+            ? undefined
+            : wrapper.metatype?.prototype;
+      if (!prototype || typeof prototype !== 'object') continue;
+      for (const name of this.scanner.getAllMethodNames(prototype)) {
+        const method = (prototype as Record<string, unknown>)[name];
+        if (typeof method !== 'function') continue;
+        const spec = Reflect.getMetadata(LEADER_METADATA, method) as LeaderMethodSpec | undefined;
+        if (!spec) continue;
+        if (!wrapper.isDependencyTreeStatic() || !instance || typeof instance !== 'object') {
+          this.logger.warn(`@Leader on ${spec.method}: not a singleton provider, so nothing campaigns for it`);
+          continue;
+        }
+        const run = (lead: Leadership) => (method as (lead: Leadership) => unknown).call(instance, lead);
+        this.stops.push(this.locks.campaign(spec.name, run, spec.options));
+      }
+    }
+  }
+
+  /** Ends every term before the lock service shuts down: methods awaited, locks released. */
+  async beforeApplicationShutdown(): Promise<void> {
+    await Promise.all(this.stops.splice(0).map((stop) => stop()));
+  }
+}
