@@ -1,4 +1,5 @@
-import { Observable } from 'rxjs';
+import type { Observable } from 'rxjs';
+import { requirePeer } from '../common/require-peer.js';
 import { LockClosedError } from '../errors/lock-closed.error.js';
 import type { LockInfo } from '../types/lock.types.js';
 import { Campaign, termEnded } from './campaign.js';
@@ -57,7 +58,9 @@ export class Leaders {
    */
   watchLeader(name: string): Observable<LeaderInfo | null> {
     const key = leaderKey(name);
-    return new Observable<LeaderInfo | null>((subscriber) => {
+    // rxjs (a peer of every Nest application) is loaded here, not on import: the command-line tool runs without it.
+    const rx = requirePeer<typeof import('rxjs')>('rxjs', 'watchLeader');
+    return new rx.Observable<LeaderInfo | null>((subscriber) => {
       let last: number | undefined;
       let timer: NodeJS.Timeout | undefined;
       const look = async () => {

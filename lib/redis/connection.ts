@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { Cluster, Redis } from 'ioredis';
 import type { RedisOptions } from 'ioredis';
+import { describeForeignClient } from './foreign-client.js';
 import { LockConfigError } from '../errors/lock-config.error.js';
 import type { ConnectionStateChange } from '../store/lock-store.js';
 
@@ -71,6 +72,15 @@ export function openConnections(
     client = new Redis(input, defaults);
     owned = true;
   } else if (input && typeof input === 'object') {
+    const foreign = describeForeignClient(input);
+    if (foreign) {
+      throw new LockConfigError(
+        `invalid redis: received ${foreign}, which is not an ioredis client; pass an ioredis Redis or Cluster ` +
+          '(of the ioredis that nest-redis-locks resolves), a redis:// URL, or ioredis options (node-redis, iovalkey ' +
+          'and Valkey GLIDE clients are not supported yet)',
+        'redis',
+      );
+    }
     client = new Redis({ ...defaults, ...input });
     owned = true;
   } else {
