@@ -177,7 +177,9 @@ describe('semaphores when Redis fails', () => {
         5_000,
         'permits again',
       );
-      expect(await keysLeft(a)).toEqual([]);
+      // The waiting acquisition sent while Redis was down may reach the restarted server late (its registration and
+      // the stored limit): it is withdrawn in the background, not before the next call (a full suite's load showed it).
+      await until(async () => (await keysLeft(a)).length === 0, 3_000, 'a late waiter registration withdrawn');
     });
   });
 });
