@@ -26,6 +26,7 @@ const SETTING_NAMES = [
   'appName',
   'autoExtend',
   'commandTimeoutMs',
+  'fencingMemoryMs',
   'holdWarningMs',
   'keyPrefix',
   'leaseMs',
@@ -45,6 +46,7 @@ describe('DEFAULT_LOCK_SETTINGS', () => {
       appName: defaultAppName(),
       holdWarningMs: 60_000,
       waitWarningMs: 5_000,
+      fencingMemoryMs: 3_600_000,
       waitForReplicas: undefined,
     });
     expect(Object.isFrozen(DEFAULT_LOCK_SETTINGS)).toBe(true);
@@ -81,6 +83,7 @@ describe('resolveEngineSettings', () => {
       appName: 'orders',
       holdWarningMs: 0,
       waitWarningMs: 0,
+      fencingMemoryMs: 0,
       waitForReplicas: { replicas: 'connected', timeoutMs: 9 },
     };
     expect(resolveEngineSettings(all)).toEqual(all);

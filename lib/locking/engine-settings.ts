@@ -1,5 +1,6 @@
 import { LockConfigError } from '../errors/lock-config.error.js';
 import type { AcquireOptions, LockMode } from '../types/lock.types.js';
+import { FENCE_MEMORY_MS } from '../store/fence-memory.js';
 import { defaultAppName } from './app-name.js';
 
 /** Engine-wide settings, after defaults are merged. */
@@ -31,6 +32,15 @@ export interface LockEngineSettings {
    * `0` turns it off.
    */
   readonly waitWarningMs: number;
+  /**
+   * How long a key remembers its last fencing token after each grant's lease, in milliseconds, so that tokens never go
+   * back when a server's clock steps back (or a failover lands on a server whose clock is behind) by less than this:
+   * each grant writes a small tombstone key (`<keyPrefix>{<key>}:fence`) that lives `leaseMs` + this. Default
+   * `3_600_000` (one hour). It costs one key per lock key used in that time: an application that locks a new key for
+   * every operation (`order:<uuid>`) at N per second keeps N × 3,600 of them; lower it then. `0`: no tombstone, and
+   * tokens of a free key follow the server's clock.
+   */
+  readonly fencingMemoryMs: number;
   /**
    * Replica acknowledgement: a grant (and a renewal, and an `extend`) counts only once `WAIT` reports that many
    * replicas have it, within `timeoutMs`; otherwise it is undone and the call rejects with `LockUnavailableError`
@@ -66,6 +76,7 @@ export const DEFAULT_LOCK_SETTINGS: LockEngineSettings = Object.freeze({
   appName: defaultAppName(),
   holdWarningMs: 60_000,
   waitWarningMs: 5_000,
+  fencingMemoryMs: FENCE_MEMORY_MS,
   waitForReplicas: undefined,
 });
 
@@ -131,6 +142,7 @@ export function resolveEngineSettings(input: Partial<LockEngineSettings> = {}): 
   checkDuration('commandTimeoutMs', settings.commandTimeoutMs, MIN_COMMAND_TIMEOUT_MS, false);
   checkDuration('holdWarningMs', settings.holdWarningMs, 0, false);
   checkDuration('waitWarningMs', settings.waitWarningMs, 0, false);
+  checkDuration('fencingMemoryMs', settings.fencingMemoryMs, 0, false);
   if (typeof settings.autoExtend !== 'boolean') {
     throw new LockConfigError(
       `invalid autoExtend: ${String(settings.autoExtend)}; expected true or false`,

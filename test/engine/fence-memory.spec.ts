@@ -38,6 +38,25 @@ describe('fencing tokens never go back with the server clock', () => {
     expect(ttl).toBeLessThanOrEqual(FENCE_MEMORY_MS + 10_000);
   });
 
+  it("fencingMemoryMs sets the tombstone's life past the lease; 0 writes none (tokens of a free key follow the clock)", async () => {
+    const short = kit.engine({ fencingMemoryMs: 5_000 });
+    const redis = kit.redis();
+    const names = redisNames(short.settings.keyPrefix, 'k');
+    await (await short.acquire('k', { leaseMs: 10_000 })).release();
+    const ttl = await redis.pttl(names.fence);
+    expect(ttl).toBeGreaterThan(10_000);
+    expect(ttl).toBeLessThanOrEqual(15_000);
+    await (await short.acquirePermit('s', { limit: 1, leaseMs: 10_000 })).release();
+    expect(await redis.pttl(redisNames(short.settings.keyPrefix, 's').fence)).toBeLessThanOrEqual(15_000);
+    const none = kit.engine({ fencingMemoryMs: 0 });
+    const free = redisNames(none.settings.keyPrefix, 'k');
+    await (await none.acquire('k')).release();
+    await (await none.acquire('k', { mode: 'read' })).release();
+    await (await none.acquirePermit('s', { limit: 1 })).release();
+    expect(await redis.exists(free.fence, redisNames(none.settings.keyPrefix, 's').fence)).toBe(0);
+    expect(() => kit.engine({ fencingMemoryMs: -1 })).toThrow(/fencingMemoryMs/);
+  });
+
   it.each([
     ['a write lock', 'write' as const],
     ['a read lock', 'read' as const],

@@ -10,7 +10,9 @@ import { FENCE_MEMORY_MS } from '../../store/fence-memory.js';
  * ARGV: 1 token, 2 mode ('w'|'r') followed by any flags: 'e' = re-entry only (fail with blockedBy 4 unless the
  *       token already holds the lock), 'f' = fair: queue in arrival order; 3 leaseMs, 4 seq, 5 holder info,
  *       6 waiter id ('' = do not register as a waiter), 7 write token the caller holds on this key (absent or '' if
- *       none: lets a write owner take a read lock). Wake-ups go to the lock's channel, KEYS[1] .. ':ch'.
+ *       none: lets a write owner take a read lock), 8 (optional) the fence tombstone's lifetime past the lease
+ *       (`fencingMemoryMs`; absent: `FENCE_MEMORY_MS`, 0: no tombstone). Wake-ups go to the lock's channel,
+ *       KEYS[1] .. ':ch'.
  * Returns {1, fencingToken, reentered (0|1)} when granted;
  *         {0, waitMs, blockedBy} when not: waitMs is how long until the blocking leases or registrations can have
  *         run out; blockedBy 1 = a writer holds it, 2 = readers hold it, 3 = a writer waits (writer
@@ -19,7 +21,8 @@ import { FENCE_MEMORY_MS } from '../../store/fence-memory.js';
 export const ACQUIRE = script(
   'acquire',
   `
-local FENCE_MEMORY_MS = ${FENCE_MEMORY_MS}
+-- ARGV[8]: how long the fence tombstone outlives the lease (absent: the default; 0: no tombstone).
+local FENCE_MEMORY_MS = tonumber(ARGV[8] or '${FENCE_MEMORY_MS}')
 local token, flags, lease, seq = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local mode, waiter, downgrade = string.sub(flags, 1, 1), ARGV[6], ARGV[7] or ''
 local fair = string.find(flags, 'f', 2, true) ~= nil
@@ -52,7 +55,7 @@ if not reentry then
       redis.call('ZADD', KEYS[2], now + lease, token)
       redis.call('PEXPIREAT', KEYS[1], now + lease, 'GT')
       redis.call('PEXPIREAT', KEYS[2], now + lease, 'GT')
-      redis.call('SET', KEYS[7], f, 'PX', lease + FENCE_MEMORY_MS)
+      if FENCE_MEMORY_MS > 0 then redis.call('SET', KEYS[7], f, 'PX', lease + FENCE_MEMORY_MS) end
       return {1, fence, 0}
     end
   elseif redis.call('EXISTS', KEYS[1], KEYS[5]) == 0 then
@@ -66,11 +69,16 @@ end
 if free then
   -- The fencing token: Redis time in µs, as digits (the same as string.format('%.0f', nowus), for less), or past
   -- the last token the key issued, which its tombstone (KEYS[7]) keeps after the state is gone.
+  -- One command reads the tombstone and writes this grant's token into it (SET … GET); written again in the rare
+  -- case that the last token is not behind the clock.
   local f, fence = t[1] .. string.sub(1000000 + t[2], 2), nowus
-  local last = tonumber(redis.call('GET', KEYS[7]) or '0')
-  if last >= fence then
-    fence = last + 1
-    f = string.format('%.0f', fence)
+  if FENCE_MEMORY_MS > 0 then
+    local last = tonumber(redis.call('SET', KEYS[7], f, 'PX', lease + FENCE_MEMORY_MS, 'GET') or '0')
+    if last >= fence then
+      fence = last + 1
+      f = string.format('%.0f', fence)
+      redis.call('SET', KEYS[7], f, 'PX', lease + FENCE_MEMORY_MS)
+    end
   end
   if mode == 'w' then
     redis.call('HSET', KEYS[1], field, '1|' .. seq .. '|' .. f .. '|' .. now .. '|' .. ARGV[5], 'f', f, 'w', token)
@@ -80,7 +88,6 @@ if free then
   -- Single-holder form: the lease is the state's own expiry.
   redis.call('PEXPIREAT', KEYS[1], now + lease)
   if drop then redis.call('ZREM', mode == 'w' and KEYS[3] or KEYS[4], waiter) end
-  redis.call('SET', KEYS[7], f, 'PX', lease + FENCE_MEMORY_MS)
   return {1, fence, 0}
 end
 ` +
@@ -157,7 +164,7 @@ if blocked == 0 then
   if last >= fence then fence = last + 1 end
   local f = fmt(fence)
   redis.call('HSET', K.state, field, '1|' .. seq .. '|' .. f .. '|' .. now .. '|' .. ARGV[5], 'f', f)
-  redis.call('SET', K.fence, f, 'PX', lease + FENCE_MEMORY_MS)
+  if FENCE_MEMORY_MS > 0 then redis.call('SET', K.fence, f, 'PX', lease + FENCE_MEMORY_MS) end
   if mode == 'w' then redis.call('HSET', K.state, 'w', token) end
   redis.call('ZADD', K.leases, now + lease, token)
   settle(K)

@@ -18,7 +18,8 @@ import { FENCE_MEMORY_MS } from '../../store/fence-memory.js';
 
 /**
  * Take a permit. ARGV: 1 token, 2 flags ('w', then 'f' = fair), 3 leaseMs, 4 seq, 5 holder info, 6 waiter id ('' =
- * do not register), 7 the caller's limit (applies when none is stored).
+ * do not register), 7 the caller's limit (applies when none is stored), 8 (optional) the fence tombstone's lifetime
+ * past the lease (`fencingMemoryMs`; absent: `FENCE_MEMORY_MS`, 0: none).
  * Returns {1, fence, resent, limit} when granted ({1, …, 1, …}: this very command was applied before), or
  * {0, waitMs, blockedBy, limit} when not: blockedBy 1 = every permit is taken, 5 = fair waiters come first; waitMs is
  * how long until the first lease can have run out. {-1, 0, 0, 0}: a lock lives under this key.
@@ -26,7 +27,8 @@ import { FENCE_MEMORY_MS } from '../../store/fence-memory.js';
 export const PERMIT_ACQUIRE = luaScript(
   'permit-acquire',
   `
-local FENCE_MEMORY_MS = ${FENCE_MEMORY_MS}
+-- ARGV[8]: how long the fence tombstone outlives the lease (absent: the default; 0: no tombstone).
+local FENCE_MEMORY_MS = tonumber(ARGV[8] or '${FENCE_MEMORY_MS}')
 local token, flags, lease, seq, info, waiter = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6]
 local st = redis.call('HMGET', KEYS[1], 'n', 'pf', 'f', 'h:' .. token)
 if not st[1] and st[3] then return {-1, 0, 0, 0} end
@@ -52,7 +54,7 @@ if redis.call('EXISTS', KEYS[3], KEYS[5]) == 0 then
     -- A key that existed has an expiry (the scripts always set one): only ever moved later. A new one gets it.
     if used > 0 then redis.call('PEXPIREAT', KEYS[2], e, 'GT') else redis.call('PEXPIREAT', KEYS[2], e) end
     if st[1] then redis.call('PEXPIREAT', KEYS[1], e, 'GT') else redis.call('PEXPIREAT', KEYS[1], e) end
-    redis.call('SET', KEYS[7], f, 'PX', lease + FENCE_MEMORY_MS)
+    if FENCE_MEMORY_MS > 0 then redis.call('SET', KEYS[7], f, 'PX', lease + FENCE_MEMORY_MS) end
     return {1, fence, 0, limit}
   end
 end
@@ -84,7 +86,7 @@ if blocked == 0 then
   if last >= fence then fence = last + 1 end
   local f = fmt(fence)
   redis.call('HSET', K.state, 'h:' .. token, '1|' .. seq .. '|' .. f .. '|' .. now .. '|' .. info, 'pf', f, 'n', limit)
-  redis.call('SET', K.fence, f, 'PX', lease + FENCE_MEMORY_MS)
+  if FENCE_MEMORY_MS > 0 then redis.call('SET', K.fence, f, 'PX', lease + FENCE_MEMORY_MS) end
   redis.call('ZADD', K.leases, now + lease, token)
   if waiter ~= '' then redis.call('ZREM', K.waiters, waiter) end
   if queued then
