@@ -89,7 +89,9 @@ export async function startBoardApp(options: BoardAppOptions): Promise<BoardApp>
   let app: INestApplication;
   if (options.platform === 'fastify') {
     const { FastifyAdapter } = await import('@nestjs/platform-fastify');
-    app = await NestFactory.create(BoardTestModule.create(), new FastifyAdapter(), {
+    // Closing the app ends every connection, a keep-alive one whose response the test never read included: a full
+    // suite once saw close() wait past a 30 s hook after a test that fetched the board's files without reading them.
+    app = await NestFactory.create(BoardTestModule.create(), new FastifyAdapter({ forceCloseConnections: true }), {
       logger: options.logger ?? false,
       abortOnError: false,
     });
