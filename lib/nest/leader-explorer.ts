@@ -1,3 +1,4 @@
+import { decoratedMethods } from './decorated-methods.js';
 import { Injectable, Logger } from '@nestjs/common';
 import type { BeforeApplicationShutdown, OnApplicationBootstrap } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
@@ -23,27 +24,15 @@ export class LeaderExplorer implements OnApplicationBootstrap, BeforeApplication
   ) {}
 
   onApplicationBootstrap(): void {
-    for (const wrapper of this.discovery.getProviders()) {
+    const found = decoratedMethods<LeaderMethodSpec>(this.discovery.getProviders(), this.scanner, LEADER_METADATA);
+    for (const { spec, method, wrapper } of found) {
       const instance: unknown = wrapper.instance;
-      const prototype: unknown =
-        instance && typeof instance === 'object'
-          ? Object.getPrototypeOf(instance)
-          : wrapper.inject
-            ? undefined
-            : wrapper.metatype?.prototype;
-      if (!prototype || typeof prototype !== 'object') continue;
-      for (const name of this.scanner.getAllMethodNames(prototype)) {
-        const method = (prototype as Record<string, unknown>)[name];
-        if (typeof method !== 'function') continue;
-        const spec = Reflect.getMetadata(LEADER_METADATA, method) as LeaderMethodSpec | undefined;
-        if (!spec) continue;
-        if (!wrapper.isDependencyTreeStatic() || !instance || typeof instance !== 'object') {
-          this.logger.warn(`@Leader on ${spec.method}: not a singleton provider, so nothing campaigns for it`);
-          continue;
-        }
-        const run = (lead: Leadership) => (method as (lead: Leadership) => unknown).call(instance, lead);
-        this.stops.push(this.locks.campaign(spec.name, run, spec.options));
+      if (!wrapper.isDependencyTreeStatic() || !instance || typeof instance !== 'object') {
+        this.logger.warn(`@Leader on ${spec.method}: not a singleton provider, so nothing campaigns for it`);
+        continue;
       }
+      const run = (lead: Leadership) => (method as (lead: Leadership) => unknown).call(instance, lead);
+      this.stops.push(this.locks.campaign(spec.name, run, spec.options));
     }
   }
 

@@ -5,6 +5,7 @@ import { LockConfigError } from '../errors/lock-config.error.js';
 import { QUORUM_HAS_NO_SEMAPHORES } from '../locking/engine-store.js';
 import type { LockStoreFactory } from '../store/lock-store.js';
 import { LOCK_STORE_FACTORY } from './lock-store.token.js';
+import { applicationClasses, decoratedMethods } from './decorated-methods.js';
 import { LOCKED_METADATA } from './locked-method.js';
 import type { LockedMethodSpec } from './locked-method.js';
 import type { RedisLockModuleOptions } from './redis-lock-module-options.interface.js';
@@ -35,25 +36,8 @@ export class SemaphoreStartupCheck implements OnModuleInit {
 
   /** `Class.method` of every `@Semaphore` method of the application's providers and controllers. */
   private semaphoreMethods(): string[] {
-    const found = new Set<string>();
-    for (const wrapper of [...this.discovery.getProviders(), ...this.discovery.getControllers()]) {
-      const instance: unknown = wrapper.instance;
-      const prototype: unknown =
-        instance && typeof instance === 'object'
-          ? Object.getPrototypeOf(instance)
-          : wrapper.inject
-            ? undefined
-            : wrapper.metatype?.prototype;
-      if (!prototype || typeof prototype !== 'object') continue;
-      for (const name of this.scanner.getAllMethodNames(prototype)) {
-        const method = (prototype as Record<string, unknown>)[name];
-        const spec =
-          typeof method === 'function'
-            ? (Reflect.getMetadata(LOCKED_METADATA, method) as LockedMethodSpec | undefined)
-            : undefined;
-        if (spec?.permitLimit !== undefined) found.add(spec.method);
-      }
-    }
-    return [...found].sort();
+    const wrappers = applicationClasses(this.discovery, true);
+    const found = decoratedMethods<LockedMethodSpec>(wrappers, this.scanner, LOCKED_METADATA);
+    return [...new Set(found.filter((m) => m.spec.permitLimit !== undefined).map((m) => m.spec.method))].sort();
   }
 }
