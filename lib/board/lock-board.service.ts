@@ -143,7 +143,9 @@ export class LockBoardService implements OnModuleInit, OnModuleDestroy {
       .filter(Boolean)
       .join(' ');
     this.logger.warn(
-      `force release of ${kind.name} ${JSON.stringify(key)} (${held ? 'it was held: holders lose it at their next renewal' : 'it was not held'}) by ${request.method} ${request.url} ${who}, user agent ${JSON.stringify(request.userAgent)}`,
+      `force release of ${kind.name} ${JSON.stringify(key)} ` +
+        `(${held ? 'it was held: holders lose it at their next renewal' : 'it was not held'}) ` +
+        `by ${request.method} ${request.url} ${who}, user agent ${JSON.stringify(request.userAgent)}`,
     );
     this.events.add({
       type: 'force-released',

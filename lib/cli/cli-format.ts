@@ -25,7 +25,8 @@ function holderCell(entry: BoardEntry): string {
   return entry.holders
     .map(
       (h) =>
-        `${h.mode === 'read' ? 'r' : 'w'} ${h.owner}@${h.host}:${h.pid}${h.app ? ` (${h.app})` : ''}${h.finished ? ' finished' : h.holdCount > 1 ? ` x${h.holdCount}` : ''}`,
+        `${h.mode === 'read' ? 'r' : 'w'} ${h.owner}@${h.host}:${h.pid}${h.app ? ` (${h.app})` : ''}` +
+        `${h.finished ? ' finished' : h.holdCount > 1 ? ` x${h.holdCount}` : ''}`,
     )
     .join('; ');
 }
@@ -95,7 +96,8 @@ export function formatEntry(
   if (!entry) return `${printable(key)}: not held`;
   const lines = [
     `${entry.kind} ${printable(entry.key)}: ${entry.mode}, fencing token ${entry.fencingToken}`,
-    `waiting: ${entry.waitingWriters} writer(s), ${entry.waitingReaders} reader(s)${entry.oldestWaitMs === null ? '' : `, oldest for ${duration(entry.oldestWaitMs)} (${entry.oldestWaitSource})`}`,
+    `waiting: ${entry.waitingWriters} writer(s), ${entry.waitingReaders} reader(s)` +
+      `${entry.oldestWaitMs === null ? '' : `, oldest for ${duration(entry.oldestWaitMs)} (${entry.oldestWaitSource})`}`,
   ];
   const alarms = alarmCell(entry, snapshot);
   if (alarms) lines.push(`alarm: ${alarms}`);

@@ -62,7 +62,8 @@ function compileTemplate(
       index = Number(head);
       if (params.length > 0 && index >= params.length) {
         throw new LockConfigError(
-          `lock key template "${template}" on ${method}: <${m[1]}> refers to argument ${index}, but the method has ${params.length} parameter(s): ${listParams(params)}`,
+          `lock key template "${template}" on ${method}: <${m[1]}> refers to argument ${index}, ` +
+            `but the method has ${params.length} parameter(s): ${listParams(params)}`,
           'key',
         );
       }

@@ -161,7 +161,8 @@ function resolveReplicaWait(value: unknown, commandTimeoutMs: number): WaitForRe
   if (value === undefined) return undefined;
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new LockConfigError(
-      `invalid waitForReplicas: ${Array.isArray(value) ? 'an array' : JSON.stringify(value)}; expected { replicas: number | 'connected', timeoutMs?: number, aof?: boolean } or undefined (off)`,
+      `invalid waitForReplicas: ${Array.isArray(value) ? 'an array' : JSON.stringify(value)}; ` +
+        "expected { replicas: number | 'connected', timeoutMs?: number, aof?: boolean } or undefined (off)",
       'waitForReplicas',
     );
   }

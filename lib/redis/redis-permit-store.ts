@@ -18,11 +18,16 @@ import type {
   WakeUp,
   WakeUpSubscription,
 } from '../store/lock-store.js';
+import { renewScripts } from './lease-renewals.js';
+import type { RenewScripts } from './lease-renewals.js';
+import { waiterKeys } from './waiter-heartbeat.js';
+import type { HeartbeatScripts } from './waiter-heartbeat.js';
 import { permitArgs, permitInspectReply, permitReply } from './permit-codec.js';
 import {
   PERMIT_CANCEL_WAIT,
   PERMIT_FORCE_RELEASE,
-  PERMIT_HEARTBEAT,
+  PERMIT_KEEP_WAITING,
+  PERMIT_KEEP_WAITING_CROSS_SLOT,
   PERMIT_INSPECT,
   PERMIT_SET_LIMIT,
 } from './scripts/permit-control-scripts.js';
@@ -32,7 +37,8 @@ import {
   PERMIT_EXTEND,
   PERMIT_RELEASE,
   PERMIT_RELEASE_BATCH,
-  PERMIT_RENEWALS,
+  PERMIT_RENEW_MANY,
+  PERMIT_RENEW_MANY_CROSS_SLOT,
 } from './scripts/permit-scripts.js';
 import type { PermitHolder, PermitRef, PermitStore } from '../store/permit-store.js';
 import type { RedisLockStore } from './redis-lock-store.js';
@@ -40,6 +46,17 @@ import type { ScriptBatcher } from './script-batcher.js';
 
 /** Semaphore names kept ready-made (per key and limit); the cache starts over when full. */
 const REFS_CACHE_SIZE = 10_000;
+
+/** The watchdog's renewals of permits (`LeaseRenewals`): per slot, and per Cluster node where the server allows it. */
+const PERMIT_RENEWALS: RenewScripts = renewScripts(PERMIT_RENEW_MANY, PERMIT_RENEW_MANY_CROSS_SLOT);
+
+/** The semaphores' heartbeat (`WaiterHeartbeat`): ARGV waiter id and fair flag of each waiter. */
+const PERMIT_HEARTBEAT: HeartbeatScripts = {
+  perSlot: PERMIT_KEEP_WAITING,
+  crossSlot: PERMIT_KEEP_WAITING_CROSS_SLOT,
+  keys: waiterKeys,
+  args: (wait) => [wait.waiterId, wait.fair ? '1' : '0'],
+};
 
 type PermitKeys = LockKeys & PermitRef;
 

@@ -31,7 +31,10 @@ export class NotReplicated extends Error {
 function describeRefusal(refused: unknown): string {
   const message = refused instanceof Error ? refused.message : 'an error reply';
   if (/^NOPERM/i.test(message)) {
-    return `the Redis user may not run WAIT or WAITAOF (${message}): grant it +wait (or +waitaof with waitForReplicas.aof; see "Redis permissions" in the README), or turn waitForReplicas off`;
+    return (
+      `the Redis user may not run WAIT or WAITAOF (${message}): grant it +wait (or +waitaof with ` +
+      'waitForReplicas.aof; see "Redis permissions" in the README), or turn waitForReplicas off'
+    );
   }
   if (/^ERR unknown command/i.test(message) && /waitaof/i.test(message)) {
     return `the server has no WAITAOF (${message}): it needs Redis 7.2+ or Valkey 7.2+; set waitForReplicas.aof to false (WAIT) for it`;

@@ -74,8 +74,10 @@ export const BOARD_JS_RENDER = String.raw`
 
   function waitingText(entry) {
     if (!entry.waiting) return '0';
-    var parts = entry.waitingWriters + ' writer' + (entry.waitingWriters === 1 ? '' : 's') + ', ' + entry.waitingReaders + ' reader' + (entry.waitingReaders === 1 ? '' : 's');
-    var age = entry.oldestWaitMs === null ? '' : '; oldest ' + duration(entry.oldestWaitMs) + (entry.oldestWaitSource === 'fair-queue' ? ', fair queue' : ', this instance');
+    var parts = entry.waitingWriters + ' writer' + (entry.waitingWriters === 1 ? '' : 's') + ', ' +
+      entry.waitingReaders + ' reader' + (entry.waitingReaders === 1 ? '' : 's');
+    var age = entry.oldestWaitMs === null ? '' :
+      '; oldest ' + duration(entry.oldestWaitMs) + (entry.oldestWaitSource === 'fair-queue' ? ', fair queue' : ', this instance');
     return entry.waiting + ' (' + parts + ')' + age;
   }
 

@@ -19,7 +19,10 @@ const BOARD_JS_MAIN = String.raw`
     var url = pageUrl(path);
     var controller = new AbortController();
     var timer = setTimeout(function () { controller.abort(); }, REQUEST_TIMEOUT_MS);
-    var options = Object.assign({ cache: 'no-store', credentials: 'same-origin', signal: controller.signal, headers: { Accept: 'application/json' } }, init || {});
+    var options = Object.assign(
+      { cache: 'no-store', credentials: 'same-origin', signal: controller.signal, headers: { Accept: 'application/json' } },
+      init || {}
+    );
     return fetch(url, options).then(function (res) {
       return res.text().then(function (body) {
         var data = null;
@@ -41,7 +44,8 @@ const BOARD_JS_MAIN = String.raw`
   function render(view) {
     var snapshot = view.snapshot;
     byId('prefix').textContent = snapshot.keyPrefix + (snapshot.filter ? '{' + snapshot.filter + '…' : '');
-    byId('instance').textContent = 'Answered by ' + view.instance.host + ' pid ' + view.instance.pid + (view.instance.app ? ' (' + view.instance.app + ')' : '');
+    byId('instance').textContent =
+      'Answered by ' + view.instance.host + ' pid ' + view.instance.pid + (view.instance.app ? ' (' + view.instance.app + ')' : '');
     var rows = byId('rows');
     // The rows are redrawn: a key that has the keyboard focus keeps it (on its new row).
     var active = doc.activeElement;
@@ -65,8 +69,12 @@ const BOARD_JS_MAIN = String.raw`
     if (alarms) summary.append(' ', el('span', { class: 'warn' }, alarms + ' flagged by the deadlock alarm.'));
     if (snapshot.more > 0) summary.append(' ', el('span', { class: 'warn' }, (snapshot.cut ? 'At least ' : '') + snapshot.more + ' more, narrow the filter.'));
     if (snapshot.cut === 'max-keys') summary.append(' ', el('span', { class: 'muted' }, 'The scan stopped there: the locks shown are the first it met.'));
-    if (snapshot.cut === 'time-budget' && !snapshot.error) summary.append(' ', el('span', { class: 'warn' }, 'The scan stopped at its time budget: some keys may be missing; narrow the filter.'));
-    for (var f = 0; f < snapshot.failures.length; f++) summary.append(' ', el('span', { class: 'warn' }, 'Master ' + snapshot.failures[f].master + ' could not be scanned: ' + snapshot.failures[f].error + '.'));
+    if (snapshot.cut === 'time-budget' && !snapshot.error)
+      summary.append(' ', el('span', { class: 'warn' }, 'The scan stopped at its time budget: some keys may be missing; narrow the filter.'));
+    for (var f = 0; f < snapshot.failures.length; f++) {
+      var failure = snapshot.failures[f];
+      summary.append(' ', el('span', { class: 'warn' }, 'Master ' + failure.master + ' could not be scanned: ' + failure.error + '.'));
+    }
     var events = byId('events');
     clear(events);
     for (var k = 0; k < view.events.length; k++) events.append(eventItem(view.events[k]));
@@ -102,7 +110,8 @@ const BOARD_JS_MAIN = String.raw`
       byId('status').textContent = 'Updated ' + clock(res.data.snapshot.takenAt) + (state.paused ? ' (paused)' : '');
       if (state.selected) return loadDetail();
     }).catch(function (err) {
-      showError('The lock board cannot be reached: ' + (err && err.name === 'AbortError' ? 'no answer within ' + REQUEST_TIMEOUT_MS / 1000 + ' s' : String(err && err.message || err)) + '.');
+      var why = err && err.name === 'AbortError' ? 'no answer within ' + REQUEST_TIMEOUT_MS / 1000 + ' s' : String(err && err.message || err);
+      showError('The lock board cannot be reached: ' + why + '.');
     }).finally(function () {
       state.inFlight = false;
       schedule();
@@ -168,7 +177,8 @@ const BOARD_JS_MAIN = String.raw`
     state.releaseScope = typeof owner === 'string' ? owner : null;
     var dialog = byId('confirm');
     byId('confirm-text').textContent = state.releaseScope
-      ? 'Free the permit of ' + state.releaseScope + ' on semaphore "' + sel.key + '" now? Its holder finds out at its next renewal; work it still does is no longer protected.'
+      ? 'Free the permit of ' + state.releaseScope + ' on semaphore "' + sel.key + '" now? ' +
+        'Its holder finds out at its next renewal; work it still does is no longer protected.'
       : 'Free ' + sel.kind + ' "' + sel.key + '" now, whoever holds it? Its holders find out at their next renewal; work they still do is no longer protected.';
     dialog.returnValue = '';
     dialog.showModal();

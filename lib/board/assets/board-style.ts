@@ -22,8 +22,10 @@ h2 { font-size: 1.1rem; margin: 1.2rem 0 0.4rem; }
 code, .key, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 0.92em; }
 .banner { margin: 0.8rem 0; padding: 0.6rem 0.8rem; border-left: 4px solid var(--error-line); background: var(--error-bg); font-weight: 600; }
 .controls { display: flex; flex-wrap: wrap; align-items: center; gap: 0.5rem; margin: 0.9rem 0 0.3rem; }
-.controls input { font: inherit; padding: 0.3rem 0.5rem; min-width: 16rem; max-width: 100%; border: 1px solid var(--line); border-radius: 4px; background: var(--bg); color: var(--fg); }
-button { font: inherit; padding: 0.25rem 0.7rem; border: 1px solid var(--line); border-radius: 4px; background: var(--head); color: var(--fg); cursor: pointer; }
+.controls input { font: inherit; padding: 0.3rem 0.5rem; min-width: 16rem; max-width: 100%;
+  border: 1px solid var(--line); border-radius: 4px; background: var(--bg); color: var(--fg); }
+button { font: inherit; padding: 0.25rem 0.7rem; border: 1px solid var(--line); border-radius: 4px;
+  background: var(--head); color: var(--fg); cursor: pointer; }
 button.link { border: 0; background: none; padding: 0; color: var(--focus); text-decoration: underline; text-align: left; }
 button.danger { border-color: var(--error-line); color: var(--error-line); font-weight: 600; }
 :focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
@@ -40,7 +42,8 @@ tr.alarm td { background: var(--alarm-bg); }
 tr.alarm td:first-child { box-shadow: inset 4px 0 0 var(--alarm-line); }
 tr.selected > * { border-top: 2px solid var(--focus); border-bottom: 2px solid var(--focus); }
 tbody th { font-weight: normal; }
-.badge { display: inline-block; margin: 0 0.3rem 0.2rem 0; padding: 0 0.4rem; border: 1px solid var(--alarm-line); border-radius: 3px; color: var(--alarm-line); font-size: 0.85em; font-weight: 600; white-space: nowrap; }
+.badge { display: inline-block; margin: 0 0.3rem 0.2rem 0; padding: 0 0.4rem; border: 1px solid var(--alarm-line);
+  border-radius: 3px; color: var(--alarm-line); font-size: 0.85em; font-weight: 600; white-space: nowrap; }
 ul.holders { list-style: none; margin: 0; padding: 0; }
 ul.holders li + li { margin-top: 0.2rem; }
 .detail { margin: 1rem 0; padding: 0.2rem 1rem 0.6rem; border: 1px solid var(--line); border-radius: 6px; }

@@ -38,7 +38,8 @@ end
 -- The keys of one lock, in the order every per-lock script receives them (the fence tombstone: ACQUIRE only).
 -- The wake-up channel is the state key's name with ':ch' (a channel, not a key: it need not be in KEYS).
 local function lockKeys(keys)
-  return { state = keys[1], leases = keys[2], writers = keys[3], readers = keys[4], queue = keys[5], deadlines = keys[6], channel = keys[1] .. ':ch', fence = keys[7] }
+  return { state = keys[1], leases = keys[2], writers = keys[3], readers = keys[4], queue = keys[5],
+    deadlines = keys[6], channel = keys[1] .. ':ch', fence = keys[7] }
 end
 
 -- Single-holder form to full form: the sole holder's lease, kept as the state's own expiry, moves into the

@@ -1,7 +1,5 @@
 import { crossSlotVariant, luaScript } from './lua-script.js';
 import { PERMIT_PRELUDE as PRELUDE } from './permit-prelude.js';
-import { waiterKeys } from '../waiter-heartbeat.js';
-import type { HeartbeatScripts } from '../waiter-heartbeat.js';
 
 // The semaphore scripts off the acquire/release path: a waiter's withdrawal and the waiters' heartbeat, and the
 // administrative force release and limit change. Key layout and helpers: `permit-prelude.ts`.
@@ -87,14 +85,6 @@ export const PERMIT_KEEP_WAITING_CROSS_SLOT = crossSlotVariant(
   local fair = ARGV[k + 8] == '1'
   local member = fair and ('w:' .. ARGV[k + 7]) or ARGV[k + 7]`,
 );
-
-/** The semaphores' heartbeat (`WaiterHeartbeat`): ARGV waiter id and fair flag of each waiter. */
-export const PERMIT_HEARTBEAT: HeartbeatScripts = {
-  perSlot: PERMIT_KEEP_WAITING,
-  crossSlot: PERMIT_KEEP_WAITING_CROSS_SLOT,
-  keys: waiterKeys,
-  args: (wait) => [wait.waiterId, wait.fair ? '1' : '0'],
-};
 
 /**
  * Administrative release: frees one holder's permit (ARGV[1] its token), the permits of one owner (ARGV[1] '', ARGV[2]

@@ -1,7 +1,5 @@
 import type { LuaScript } from './lua-script.js';
 import { batched, crossSlot, luaScript, sharded } from './lua-script.js';
-import { renewScripts } from '../lease-renewals.js';
-import type { RenewScripts } from '../lease-renewals.js';
 import {
   PERMIT_CANCEL_WAIT,
   PERMIT_FORCE_RELEASE,
@@ -187,9 +185,6 @@ return out
 
 /** PERMIT_RENEW_MANY for many permits of several slots one Cluster master serves, in one call (see `crossSlot`). */
 export const PERMIT_RENEW_MANY_CROSS_SLOT = crossSlot(PERMIT_RENEW_MANY);
-
-/** The watchdog's renewals of permits (`LeaseRenewals`): per slot, and per Cluster node where the server allows it. */
-export const PERMIT_RENEWALS: RenewScripts = renewScripts(PERMIT_RENEW_MANY, PERMIT_RENEW_MANY_CROSS_SLOT);
 
 /**
  * Set a permit's lease to run `ms` from now (may shorten it). ARGV: 1 token, 2 ms. Returns 1, or 0 when the token holds
