@@ -2,7 +2,8 @@ import { hostname } from 'node:os';
 import { bounded } from '../common/async-limits.js';
 import type { LockConfigError } from '../errors/lock-config.error.js';
 import { BoundedLockStore } from '../redis/bounded-lock-store.js';
-import type { RedisClient, RedisConnectionInput } from '../redis/connection.js';
+import type { RedisConnectionInput } from '../redis/connection.js';
+import type { RedisDriver } from '../redis/driver/redis-driver.js';
 import type {
   ConnectionStateChange,
   HolderIdentity,
@@ -122,7 +123,7 @@ function isQuorum(
  * The connections that hold a store's keys, one per independent master (a `Cluster` client stands for all its
  * masters), for a key scan. Empty for a store without Redis (the memory store).
  */
-export function scanConnectionsOf(backend: LockStore): readonly RedisClient[] {
+export function scanConnectionsOf(backend: LockStore): readonly RedisDriver[] {
   if (backend instanceof RedisLockStore) return [backend.commandConnection];
   if (backend instanceof QuorumLockStore) return backend.commandConnections;
   return [];

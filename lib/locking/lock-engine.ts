@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { Leaders } from '../leader/leaders.js';
 import type { CampaignOptions, LeaderFn, LeaderInfo, StopCampaign } from '../leader/leader.types.js';
-import type { RedisClient } from '../redis/connection.js';
+import type { RedisDriver } from '../redis/driver/redis-driver.js';
 import type { LockStoreFactory } from '../store/lock-store.js';
 import type { AcquireOptions, LockHandle, LockInfo, LockPing } from '../types/lock.types.js';
 import type { PermitHandle, PermitInfo, PermitOptions } from '../types/permit.types.js';
@@ -189,7 +189,7 @@ export class LockEngine {
   }
 
   /** @internal The connections holding this engine's keys, one per master, for a key scan (board, CLI). */
-  scanConnections(): readonly RedisClient[] {
+  scanConnections(): readonly RedisDriver[] {
     return scanConnectionsOf(this.parts.backend);
   }
 

@@ -1,7 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { Cluster } from 'ioredis';
-import type { Redis } from 'ioredis';
-import type { RedisClient } from '../redis/connection.js';
+import type { DriverNode, RedisDriver } from '../redis/driver/redis-driver.js';
 import { bounded } from '../common/async-limits.js';
 import type { BoardScanFailure } from './snapshot.types.js';
 
@@ -45,7 +43,7 @@ export function globEscape(text: string): string {
  * found on several masters (quorum) is listed once.
  */
 export async function scanKeys(
-  connections: readonly RedisClient[],
+  connections: readonly RedisDriver[],
   pattern: string,
   limits: ScanLimits,
 ): Promise<ScanResult> {
@@ -56,7 +54,7 @@ export async function scanKeys(
   let complete = true;
   let cut: ScanResult['cut'];
   let clockOffsetMs: number | undefined;
-  for (const { node, label, failure } of nodes) {
+  for (const { node, label, failure, prefix: prefixOf } of nodes) {
     if (cut) break;
     if (seen.size > limits.stopAfter) {
       cut = 'max-keys';
@@ -66,11 +64,11 @@ export async function scanKeys(
       failures.push({ master: label, error: failure });
       continue;
     }
-    const own = node.options.keyPrefix ?? '';
+    const own = prefixOf;
     try {
       if (clockOffsetMs === undefined) {
         const before = Date.now();
-        const [s, us] = await bounded(node.time(), limits.callTimeoutMs, 'TIME');
+        const [s, us] = (await bounded(node.send(['TIME']), limits.callTimeoutMs, 'TIME')) as [string, string];
         clockOffsetMs = Number(s) * 1000 + Math.floor(Number(us) / 1000) - Math.round((before + Date.now()) / 2);
       }
       let cursor = '0';
@@ -83,12 +81,12 @@ export async function scanKeys(
           cut = 'max-keys';
           break;
         }
-        const [next, batch] = await bounded(
-          node.scan(cursor, 'MATCH', globEscape(own) + pattern, 'COUNT', limits.count),
+        const [next, batch] = (await bounded(
+          node.send(['SCAN', cursor, 'MATCH', globEscape(own) + pattern, 'COUNT', limits.count]),
           limits.callTimeoutMs,
           'SCAN',
-        );
-        cursor = next;
+        )) as [string, string[]];
+        cursor = String(next);
         for (const name of batch) seen.add(own && name.startsWith(own) ? name.slice(own.length) : name);
       } while (cursor !== '0');
     } catch (err) {
@@ -101,30 +99,26 @@ export async function scanKeys(
 }
 
 interface ScanNode {
-  readonly node: Redis;
+  readonly node: DriverNode;
   readonly label: string;
+  /** The client's own key prefix (ioredis' `keyPrefix`), which SCAN does not add. */
+  readonly prefix: string;
   readonly failure?: string;
 }
 
-/** The masters to scan behind `client`: itself, or each master of a Cluster (from the client's slot map). */
-function mastersOf(client: RedisClient): ScanNode[] {
-  if (!(client instanceof Cluster)) return [{ node: client, label: labelOf(client) }];
-  const masters = client.nodes('master');
+/** The masters to scan behind `driver`: the server, or each master of a Cluster (from the client's slot map). */
+function mastersOf(driver: RedisDriver): ScanNode[] {
+  const masters = driver.masters();
   if (masters.length === 0) {
     // No slot map yet: the client is still connecting, or could not reach any node.
-    const status = client.status;
     return [
       {
-        node: client as unknown as Redis,
+        node: { label: 'cluster', send: () => Promise.reject(new Error('no Cluster master known')) },
         label: 'cluster',
-        failure: `no Cluster master known (client ${status}): Redis Cluster cannot be reached`,
+        prefix: driver.keyPrefix,
+        failure: `no Cluster master known (client ${driver.connected ? 'ready' : 'not connected'}): Redis Cluster cannot be reached`,
       },
     ];
   }
-  return masters.map((node) => ({ node, label: labelOf(node) }));
-}
-
-function labelOf(node: Redis): string {
-  const { host, port, path } = node.options;
-  return path ?? `${host ?? '127.0.0.1'}:${port ?? 6379}`;
+  return masters.map((node) => ({ node, label: node.label, prefix: driver.keyPrefix }));
 }

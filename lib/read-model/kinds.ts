@@ -193,11 +193,12 @@ async function fairQueueAges(context: BoardReadContext, keys: readonly string[])
   const timeoutMs = context.engine.settings.commandTimeoutMs;
   await mapLimited(keys, READ_CONCURRENCY, async (key) => {
     try {
-      const head = await bounded(
-        client.zrange(lockKeys(prefix, key).queue, '0', '0', 'WITHSCORES'),
+      const queue = lockKeys(prefix, key).queue;
+      const head = (await bounded(
+        client.send(['ZRANGE', queue, '0', '0', 'WITHSCORES'], queue),
         timeoutMs,
         'ZRANGE',
-      );
+      )) as unknown[];
       if (head.length === 2) ages.set(key, Math.max(0, context.redisNowMs - Number(head[1]) / 1000));
     } catch {
       // Unknown age: the entry shows the waiting count without it.

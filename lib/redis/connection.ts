@@ -1,34 +1,20 @@
-import { performance } from 'node:perf_hooks';
 import { Cluster, Redis } from 'ioredis';
 import type { RedisOptions } from 'ioredis';
 import { describeForeignClient } from './foreign-client.js';
 import { LockConfigError } from '../errors/lock-config.error.js';
-import type { ConnectionStateChange } from '../store/lock-store.js';
+import { IoredisDriver } from './driver/ioredis-driver.js';
+import { clientFamily } from './driver/client-family.js';
+import type { GlideClientLike, NodeRedisLike } from './driver/client-family.js';
+import { GlideDriver } from './driver/glide-driver.js';
+import { NodeRedisDriver } from './driver/node-redis-driver.js';
+import type { RedisDriver } from './driver/redis-driver.js';
 
-/** A connection the library sends commands on: a standalone client or a Cluster client. */
-export type RedisClient = Redis | Cluster;
-
-/** What the `redis` option accepts: a URL, ioredis options, or a client the application owns. */
-export type RedisConnectionInput = string | RedisOptions | Redis | Cluster;
-
-/** The connections the engine uses, and which of them it must close. */
-export interface LockConnections {
-  /** Commands: scripts, renewals. */
-  readonly client: RedisClient;
-  /**
-   * Dedicated subscriber connection for wake-ups (opened by the library); `null` on a Cluster, where the store
-   * subscribes on each master's own connection (sharded pub/sub, see `ShardedChannels`).
-   */
-  readonly subscriber: Redis | null;
-  /** `true` when the library opened `client` (and so listens to its errors and closes it). */
-  readonly owned: boolean;
-  /** Closes what the library opened; a client the application passed in is left open. */
-  close(): Promise<void>;
-}
-
-function isClient(input: unknown): input is Redis | Cluster {
-  return input instanceof Redis || input instanceof Cluster;
-}
+/**
+ * What the `redis` option accepts: a URL, ioredis options, or a client the application owns: ioredis or iovalkey
+ * (`Redis`, `Cluster`), node-redis v5 (`createClient`, `createCluster`, `createSentinel`) or Valkey GLIDE
+ * (`GlideClient`, `GlideClusterClient`), told apart by what they are, not declared.
+ */
+export type RedisConnectionInput = string | RedisOptions | Redis | Cluster | NodeRedisLike | GlideClientLike;
 
 /** @internal How the library tunes the connections it opens (the application's own settings win). */
 export interface ConnectionTuning {
@@ -45,117 +31,57 @@ export function ownedConnectionDefaults(tuning: ConnectionTuning): RedisOptions 
   return { maxRetriesPerRequest: 1, connectTimeout: Math.max(tuning.commandTimeoutMs, 1_000), disconnectTimeout: 200 };
 }
 
-/** @internal Opens (or adopts) the command connection and opens the subscriber connection. */
-export function openConnections(
-  input: RedisConnectionInput | undefined,
-  tuning: ConnectionTuning = { commandTimeoutMs: 2_000 },
-): LockConnections {
-  const defaults = ownedConnectionDefaults(tuning);
-  let client: RedisClient;
-  let owned: boolean;
-  if (isClient(input)) {
-    if (input instanceof Cluster && typeof (Redis.prototype as { ssubscribe?: unknown }).ssubscribe !== 'function') {
-      throw new LockConfigError(
-        'invalid redis: this ioredis has no sharded pub/sub (ssubscribe), which the library uses on a Redis Cluster; upgrade ioredis',
-        'redis',
-      );
-    }
-    client = input;
-    owned = false;
-  } else if (typeof input === 'string') {
-    if (!/^rediss?:\/\//.test(input)) {
-      throw new LockConfigError(
-        `invalid redis: "${input}" is not a redis:// or rediss:// URL; pass a URL, ioredis options or an ioredis client`,
-        'redis',
-      );
-    }
-    client = new Redis(input, defaults);
-    owned = true;
-  } else if (input && typeof input === 'object') {
-    const foreign = describeForeignClient(input);
-    if (foreign) {
-      throw new LockConfigError(
-        `invalid redis: received ${foreign}, which is not an ioredis client; pass an ioredis Redis or Cluster ` +
-          '(of the ioredis that nest-redis-locks resolves), a redis:// URL, or ioredis options (node-redis, iovalkey ' +
-          'and Valkey GLIDE clients are not supported yet)',
-        'redis',
-      );
-    }
-    client = new Redis({ ...defaults, ...input });
-    owned = true;
-  } else {
-    throw new LockConfigError(
-      'missing redis option: pass a redis:// URL, ioredis RedisOptions, or an ioredis Redis or Cluster instance',
-      'redis',
-    );
-  }
-  // The subscriber must not share the command connection: a subscribed connection accepts no other commands.
-  const subscriber = client instanceof Cluster ? null : client.duplicate(defaults);
-  return {
-    client,
-    subscriber,
-    owned,
-    async close() {
-      await Promise.all([
-        subscriber ? quietly(subscriber, tuning.commandTimeoutMs) : undefined,
-        owned ? quietly(client, tuning.commandTimeoutMs) : undefined,
-      ]);
-    },
-  };
-}
-
-/** Closes `c`: QUIT when connected (bounded by `timeoutMs`, Redis may be paused), else at once. Never rejects. */
-async function quietly(c: RedisClient, timeoutMs: number): Promise<void> {
-  if (c.status === 'end') return;
-  if (c.status !== 'ready') {
-    // Not connected (Redis down, reconnecting): QUIT would wait for a connection that may never come.
-    c.disconnect();
-    return;
-  }
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    await Promise.race([c.quit(), new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
-  } catch {
-    // Closing anyway.
-  } finally {
-    clearTimeout(timer);
-    if ((c.status as string) !== 'end') c.disconnect();
-  }
-}
+const ACCEPTED =
+  'a redis:// URL, ioredis options, or a client of ioredis, iovalkey, node-redis v5 (createClient, createCluster, ' +
+  'createSentinel) or Valkey GLIDE (GlideClient, GlideClusterClient)';
 
 /**
- * @internal Reports a connection's trouble once per outage: the first error after it was up (`lost`), then nothing
- * until it
- * is ready again (`restored`, with how long it was down). ioredis emits an error per reconnect attempt; this turns
- * them into one line when the connection drops and one when it is back. `errors: false` watches closes only, for a
- * client the application passed in: its errors stay its own listeners' business (an `error` listener would also
- * silence ioredis' "Unhandled error event" lines for the application).
+ * @internal The driver for `input`: a connection the library opens (a URL or ioredis options: ioredis), or the
+ * application's own client, whose library is recognised by its shape (no package is loaded for it).
+ * @throws {LockConfigError} naming `redis` for anything else, which is never taken for connection options.
  */
-export function watchConnection(
-  c: RedisClient,
-  connection: ConnectionStateChange['connection'],
-  report: (change: ConnectionStateChange) => void,
-  { errors = true }: { readonly errors?: boolean } = {},
-): void {
-  let downSince: number | undefined;
-  const down = (error: unknown) => {
-    if (downSince !== undefined) return;
-    downSince = performance.now();
-    report({ connection, state: 'lost', error });
-  };
-  if (errors) c.on('error', down);
-  c.on('close', () => {
-    // A close while up (server gone, network reset) is an outage even without an error; closing on purpose is not.
-    if (c.status !== 'end' && !closingOnPurpose(c)) down(new Error('connection closed'));
-  });
-  c.on('ready', () => {
-    if (downSince === undefined) return;
-    const downMs = performance.now() - downSince;
-    downSince = undefined;
-    report({ connection, state: 'restored', downMs });
-  });
-}
-
-function closingOnPurpose(c: RedisClient): boolean {
-  return (c as unknown as { manuallyClosing?: boolean }).manuallyClosing === true || c.status === 'end';
+export function openDriver(
+  input: RedisConnectionInput | undefined,
+  tuning: ConnectionTuning = { commandTimeoutMs: 2_000 },
+): RedisDriver {
+  const defaults = ownedConnectionDefaults(tuning);
+  if (typeof input === 'string') {
+    if (!/^rediss?:\/\//.test(input)) {
+      throw new LockConfigError(
+        `invalid redis: "${input}" is not a redis:// or rediss:// URL; pass ${ACCEPTED}`,
+        'redis',
+      );
+    }
+    return new IoredisDriver(new Redis(input, defaults), true, 'ioredis', defaults);
+  }
+  if (!input || typeof input !== 'object') {
+    throw new LockConfigError(`missing redis option: pass ${ACCEPTED}`, 'redis');
+  }
+  const family = clientFamily(input);
+  switch (family) {
+    case 'ioredis': {
+      const client = input as Redis | Cluster;
+      const own = input instanceof Redis || input instanceof Cluster;
+      // The subscriber connections of a Cluster are `Redis` connections of the client's own library.
+      const node = own ? Redis.prototype : (client as { ssubscribe?: unknown });
+      if (client.isCluster && typeof (node as { ssubscribe?: unknown }).ssubscribe !== 'function') {
+        throw new LockConfigError(
+          'invalid redis: this ioredis has no sharded pub/sub (ssubscribe), which the library uses on a Redis Cluster; upgrade ioredis',
+          'redis',
+        );
+      }
+      return new IoredisDriver(client, false, own ? 'ioredis' : 'iovalkey', defaults);
+    }
+    case 'node-redis':
+      return new NodeRedisDriver(input as NodeRedisLike, tuning);
+    case 'glide':
+      return new GlideDriver(input as GlideClientLike, tuning);
+    default: {
+      const foreign = describeForeignClient(input);
+      if (foreign) {
+        throw new LockConfigError(`invalid redis: received ${foreign}, which is none of ${ACCEPTED}`, 'redis');
+      }
+      return new IoredisDriver(new Redis({ ...defaults, ...(input as RedisOptions) }), true, 'ioredis', defaults);
+    }
+  }
 }

@@ -1,8 +1,7 @@
-import type { Cluster } from 'ioredis';
-import type { RedisClient } from './connection.js';
+import type { RedisDriver } from './driver/redis-driver.js';
 import type { LuaScript } from './scripts/lua-script.js';
 import type { ScriptRunner } from './script-batcher.js';
-import { slotOf } from './sharded-channels.js';
+import { slotOf } from './slot.js';
 
 /**
  * Items per script call: 6 key names and 3 arguments at most each, so one call stays well under Redis's argument
@@ -43,7 +42,7 @@ export class NodeBatches {
   /** On a Cluster: whether batches may span the slots of one node (cleared once a node refuses the script flag). */
   private crossSlotAllowed = true;
 
-  constructor(private readonly client: RedisClient) {}
+  constructor(private readonly driver: RedisDriver) {}
 
   /**
    * `scripts` over `items`, each call sent by `run` (the gateway's `run`, or its `write` for a script whose writes
@@ -57,7 +56,7 @@ export class NodeBatches {
         const keys: string[] = crossSlot ? [scripts.keys(items[batch[0]])[0]] : [];
         const args: (string | number)[] = [];
         // ioredis adds the `keyPrefix` of a client the application passed to KEYS only: the names in ARGV get it here.
-        const prefix = this.client.options.keyPrefix ?? '';
+        const prefix = this.driver.keyPrefix;
         for (const i of batch) {
           if (crossSlot) for (const name of scripts.keys(items[i])) args.push(prefix + name);
           else keys.push(...scripts.keys(items[i]));
@@ -85,13 +84,15 @@ export class NodeBatches {
     const out = new Array<unknown>(count);
     const settle = (batch: readonly number[], replies: readonly unknown[]) =>
       batch.forEach((i, j) => (out[i] = replies[j]));
-    if (!this.client.isCluster) {
+    if (!this.driver.cluster) {
       await Promise.all(chunks(all, BATCH_CHUNK).map(async (batch) => settle(batch, await send(batch, false))));
       return out;
     }
     const slots = all.map(slotOf);
-    const map = (this.client as Cluster).slots;
-    const groups = groupBy(all, (i) => (this.crossSlotAllowed && map[slots[i]]?.[0]) || `slot ${slots[i]}`);
+    const groups = groupBy(
+      all,
+      (i) => (this.crossSlotAllowed && this.driver.masterOfSlot(slots[i])) || `slot ${slots[i]}`,
+    );
     const perSlot = (batch: readonly number[]) =>
       Promise.all(
         [...groupBy(batch, (i) => slots[i]).values()].map(async (part) => settle(part, await send(part, false))),

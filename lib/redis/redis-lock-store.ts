@@ -1,8 +1,9 @@
 import { performance } from 'node:perf_hooks';
 import type { LockInfo, LockMode } from '../types/lock.types.js';
-import { openConnections, watchConnection } from './connection.js';
-import type { LockConnections, RedisClient, RedisConnectionInput } from './connection.js';
-import type { Cluster, Redis } from 'ioredis';
+import { openDriver } from './connection.js';
+import type { RedisConnectionInput } from './connection.js';
+import { outageReporter } from './driver/connection-watch.js';
+import type { DriverChannels, RedisDriver } from './driver/redis-driver.js';
 import { lockKeys } from './key-layout.js';
 import { kindConflict } from '../store/kind-conflict.js';
 import type { LockConfigError } from '../errors/lock-config.error.js';
@@ -18,7 +19,7 @@ import {
   modeCode,
   releaseReply,
 } from './lock-script-codec.js';
-import { LockSubscriber, plainChannels } from './lock-subscriber.js';
+import { LockSubscriber } from './lock-subscriber.js';
 import type {
   AcquireCall,
   AcquireReply,
@@ -49,7 +50,6 @@ import { PERMIT_SCRIPT_VARIANTS } from './scripts/permit-scripts.js';
 import { unavailable } from './redis-failures.js';
 import type { ScriptBatcher } from './script-batcher.js';
 import { ScriptGateway } from './script-gateway.js';
-import { ShardedChannels } from './sharded-channels.js';
 import { WaiterHeartbeat } from './waiter-heartbeat.js';
 import type { LockError } from '../errors/lock.error.js';
 import type { LockOperation } from '../errors/lock-unavailable.error.js';
@@ -65,11 +65,12 @@ const NAMES_CACHE_SIZE = 10_000;
  * once, are routed per chunk (per Cluster node) by `LeaseRenewals` and `WaiterHeartbeat`.
  */
 export class RedisLockStore implements LockStore {
-  private readonly connections: LockConnections;
-  private readonly client: RedisClient;
+  /** The client the scripts go out on, whichever library it is of. */
+  private readonly driver: RedisDriver;
   private readonly subscriber: LockSubscriber;
-  /** On a Cluster: the per-master sharded subscriptions (`null` standalone). */
-  private readonly shardedChannels: ShardedChannels | null;
+  /** The wake-up subscriptions (a connection of their own, or per master on a Cluster). */
+  private readonly channels: DriverChannels;
+  private readonly stopWatching: () => void;
   private readonly names = new Map<string, LockKeys>();
   /**
    * @internal Sends every script of this store (another primitive on these connections sends its scripts through it
@@ -94,35 +95,29 @@ export class RedisLockStore implements LockStore {
     redis: RedisConnectionInput,
     private readonly options: LockStoreContext,
   ) {
-    this.connections = openConnections(redis, { commandTimeoutMs: options.commandTimeoutMs });
-    this.client = this.connections.client;
-    const plain = this.connections.subscriber;
-    if (plain) watchConnection(plain, 'subscriber', options.onConnectionState);
+    this.driver = openDriver(redis, { commandTimeoutMs: options.commandTimeoutMs });
     // A client the application passed in reports its errors to the application's own listeners; its closes and
     // returns are watched all the same (waiters re-check after an outage once it is back: `OutageRecheck`). A Cluster
     // client of the application's is not watched: its sharded subscriptions report their own state.
-    if (this.connections.owned) watchConnection(this.client, 'command', options.onConnectionState);
-    else if (plain) watchConnection(this.client, 'command', options.onConnectionState, { errors: false });
-    this.shardedChannels = plain
-      ? null
-      : new ShardedChannels(this.client as Cluster, {
-          connectTimeoutMs: options.commandTimeoutMs,
-          report: options.onConnectionState,
-        });
-    this.subscriber = new LockSubscriber(
-      this.shardedChannels ?? plainChannels(plain as Redis),
-      options.subscriptionLingerMs,
-      options.onConnectionError,
-    );
+    const command = outageReporter('command', options.onConnectionState);
+    this.stopWatching =
+      this.driver.owned || !this.driver.cluster
+        ? this.driver.onConnection(command, { errors: this.driver.owned })
+        : () => undefined;
+    this.channels = this.driver.channels({
+      connectTimeoutMs: options.commandTimeoutMs,
+      report: options.onConnectionState,
+    });
+    this.subscriber = new LockSubscriber(this.channels, options.subscriptionLingerMs, options.onConnectionError);
     this.identity = holderIdentity(options.identity);
-    this.gateway = new ScriptGateway(this.client, {
-      shardedPubSub: this.shardedChannels !== null,
+    this.gateway = new ScriptGateway(this.driver, {
+      shardedPubSub: this.driver.cluster,
       waitForReplicas: options.waitForReplicas,
       scripts: [...ALL_SCRIPTS, ...PERMIT_SCRIPT_VARIANTS],
       onConnectionError: options.onConnectionError,
     });
     // One routing for both: a Cluster node that refuses cross-slot scripts is remembered for renewals and heartbeat.
-    const batches = new NodeBatches(this.client);
+    const batches = new NodeBatches(this.driver);
     this.renewals = new LeaseRenewals(this.gateway, batches);
     this.heartbeat = new WaiterHeartbeat(this.gateway, batches);
     this.acquires = this.gateway.batcher(ACQUIRE, ACQUIRE_BATCH);
@@ -130,15 +125,15 @@ export class RedisLockStore implements LockStore {
   }
 
   /** @internal The connection scripts run on (the quorum store learns each master's start time on it). */
-  get commandConnection(): RedisClient {
-    return this.client;
+  get commandConnection(): RedisDriver {
+    return this.driver;
   }
 
   lock(key: string): LockKeys {
     let names = this.names.get(key);
     if (!names) {
       if (this.names.size >= NAMES_CACHE_SIZE) this.names.clear();
-      names = lockKeys(this.options.keyPrefix, key, this.client.options.keyPrefix);
+      names = lockKeys(this.options.keyPrefix, key, this.driver.keyPrefix);
       this.names.set(key, names);
     }
     return names;
@@ -221,10 +216,9 @@ export class RedisLockStore implements LockStore {
   }
 
   describeFailure(failure: unknown, operation: LockOperation, key: string | undefined, timeoutMs: number): LockError {
-    const connection = operation === 'subscribe' ? (this.connections.subscriber ?? this.client) : this.client;
     return unavailable(failure, operation, key, {
       timeoutMs,
-      connected: connection.status === 'ready',
+      connected: operation === 'subscribe' ? this.channels.connected : this.driver.connected,
       scripts: this.gateway.sourceOf,
       keyPrefix: this.options.keyPrefix,
     });
@@ -233,14 +227,13 @@ export class RedisLockStore implements LockStore {
   /** What the server lacks of what the configuration needs (`checkServer`), or `undefined`. */
   checkServer(): Promise<LockConfigError | undefined> {
     const needs = { waitForReplicas: this.options.waitForReplicas, script: this.gateway.variant(ACQUIRE) };
-    return checkServer(this.client, needs);
+    return checkServer(this.driver, needs);
   }
 
   async ping(timeoutMs: number): Promise<StorePing> {
-    const plain = this.connections.subscriber;
     const [command, subscriber] = await Promise.all([
-      timedPing(() => this.client.ping(), timeoutMs),
-      timedPing(plain ? () => plain.ping() : () => (this.shardedChannels as ShardedChannels).ping(), timeoutMs),
+      timedPing(() => this.driver.send(['PING']), timeoutMs),
+      timedPing(() => this.channels.ping(), timeoutMs),
     ]);
     const error = command.error ?? subscriber.error;
     return {
@@ -254,8 +247,8 @@ export class RedisLockStore implements LockStore {
 
   async close(): Promise<void> {
     this.subscriber.close();
-    this.shardedChannels?.close();
-    await this.connections.close();
+    this.stopWatching();
+    await Promise.all([this.channels.close(), this.driver.close(this.options.commandTimeoutMs)]);
   }
 }
 

@@ -1,9 +1,8 @@
-import { Cluster } from 'ioredis';
-import type { ChainableCommander, Redis } from 'ioredis';
-import type { RedisClient } from './connection.js';
+import type { CommandArg, DriverNode, PipelineReply, RedisDriver } from './driver/redis-driver.js';
+import { isReplyError } from './driver/reply-error.js';
 import type { AcquireReply, ReplicaWaitSettings } from '../store/lock-store.js';
 import type { LuaScript } from './scripts/lua-script.js';
-import { slotOf } from './sharded-channels.js';
+import { slotOf } from './slot.js';
 import { isNoScript } from './error-code.js';
 
 /**
@@ -70,7 +69,7 @@ export class ReplicaAcks {
   private roleRefused = false;
 
   constructor(
-    private readonly client: RedisClient,
+    private readonly driver: RedisDriver,
     readonly settings: ReplicaWaitSettings,
     private readonly load: (script: LuaScript) => Promise<void>,
   ) {}
@@ -81,40 +80,35 @@ export class ReplicaAcks {
     const wanted = await this.wanted(node, keys[0]);
     const tracksRole = this.settings.replicas === 'connected';
     const send = (byHash: boolean) => {
-      const p: ChainableCommander = this.client.pipeline();
-      if (byHash) p.evalsha(script.sha, keys.length, ...keys, ...args);
-      else p.eval(script.source, keys.length, ...keys, ...args);
-      // WAITAOF 0 <replicas> <timeout>: the replicas' append-only files, not the master's own (numlocal 0).
-      if (this.settings.aof) p.call('WAITAOF', 0, wanted, this.settings.timeoutMs);
-      else p.wait(wanted, this.settings.timeoutMs);
+      const commands: CommandArg[][] = [
+        byHash
+          ? ['EVALSHA', script.sha, keys.length, ...keys, ...args]
+          : ['EVAL', script.source, keys.length, ...keys, ...args],
+        // WAITAOF 0 <replicas> <timeout>: the replicas' append-only files, not the master's own (numlocal 0).
+        this.settings.aof ? ['WAITAOF', 0, wanted, this.settings.timeoutMs] : ['WAIT', wanted, this.settings.timeoutMs],
+      ];
       // A pipeline goes to one node (on a Cluster, the master of its keys' slot): ROLE describes that master.
-      if (tracksRole && this.roleRefused) p.info('replication');
-      else if (tracksRole) p.role();
-      return p.exec();
+      if (tracksRole) commands.push(this.roleRefused ? ['INFO', 'replication'] : ['ROLE']);
+      return this.driver.pipeline(commands, keys[0]);
     };
-    let results = await send(true);
-    if (isNoScript(results?.[0]?.[0])) {
+    let results: PipelineReply[] = await send(true);
+    if (isNoScript(results[0]?.[0])) {
       // Loaded (`SCRIPT LOAD`, kept by Redis 8, unlike a script sent with EVAL) and sent by SHA again; with EVAL only
       // if it is still unknown there.
       await this.load(script);
       results = await send(true);
-      if (isNoScript(results?.[0]?.[0])) results = await send(false);
+      if (isNoScript(results[0]?.[0])) results = await send(false);
     }
     // On a Cluster, a pipeline whose script met MOVED/ASK (the slot moved) is not redirected by the client while its
     // WAIT succeeded on the old node: learn the new slot map and send it once more, to the slot's new master.
-    if (
-      this.client instanceof Cluster &&
-      results?.[0]?.[0] instanceof Error &&
-      /^(MOVED|ASK) /.test(results[0][0].message)
-    ) {
-      await refreshSlots(this.client, this.settings.timeoutMs);
+    if (this.driver.cluster && results[0]?.[0] instanceof Error && /^(MOVED|ASK) /.test(results[0][0].message)) {
+      await this.driver.refreshSlots(this.settings.timeoutMs);
       results = await send(true);
     }
-    if (!results) throw new Error('the pipeline was discarded (connection closed)');
     const [[scriptErr, reply], [waitErr, acked], role] = results;
     if (scriptErr) throw scriptErr;
     if (role && !role[0]) this.noteRole(node, role[1]);
-    else if (role && isRefusal(role[0])) this.roleRefused = true;
+    else if (role && isReplyError(role[0])) this.roleRefused = true;
     if (waitErr) return { reply, acked: 0, wanted, refused: waitErr };
     // WAITAOF answers [local fsyncs, replicas' fsyncs]; WAIT the replicas.
     return { reply, acked: Number(Array.isArray(acked) ? acked[1] : acked), wanted };
@@ -126,11 +120,11 @@ export class ReplicaAcks {
    * the client is ready.
    */
   async probe(): Promise<unknown> {
-    if (this.client instanceof Cluster) {
-      return probeMasters(this.client, this.settings.timeoutMs, (node) => this.waitNone(node));
+    if (this.driver.cluster) {
+      return probeMasters(this.driver, this.settings.timeoutMs, (node) => this.waitNone(node));
     }
     try {
-      await this.waitNone(this.client);
+      await this.waitNone(this.driver.masters()[0]);
       if (this.settings.replicas === 'connected') await this.wanted('', undefined);
       return undefined;
     } catch (err) {
@@ -139,14 +133,14 @@ export class ReplicaAcks {
   }
 
   /** `WAIT 0 0` (or `WAITAOF 0 0 0`): answers at once on a master that has the command. */
-  private waitNone(node: Redis): Promise<unknown> {
-    return this.settings.aof ? node.call('WAITAOF', 0, 0, 0) : node.wait(0, 0);
+  private waitNone(node: DriverNode): Promise<unknown> {
+    return node.send(this.settings.aof ? ['WAITAOF', 0, 0, 0] : ['WAIT', 0, 0]);
   }
 
   /** The node a write to `key` goes to: the master of its slot on a Cluster, `''` otherwise. */
   private nodeOf(key: string | undefined): string {
-    if (!(this.client instanceof Cluster) || key === undefined) return '';
-    return this.client.slots[slotOf(key)]?.[0] ?? '';
+    if (!this.driver.cluster || key === undefined) return '';
+    return this.driver.masterOfSlot(slotOf(key)) ?? '';
   }
 
   /** How many replicas `WAIT` must count for a write to `key` on `node`. */
@@ -155,20 +149,22 @@ export class ReplicaAcks {
     if (replicas !== 'connected') return replicas;
     const known = this.connected.get(node);
     if (known !== undefined) return known;
-    if (this.client instanceof Cluster && key !== undefined) {
+    if (this.driver.cluster && key !== undefined) {
       // ROLE has no key: pipelined behind a read of `key`, it reaches that key's master.
-      const ask = (p: ChainableCommander) => (this.roleRefused ? p.info('replication') : p.role());
-      let results = await ask(this.client.pipeline().exists(key)).exec();
-      if (isRefusal(results?.[1]?.[0]) && !this.roleRefused) {
+      const ask = () =>
+        this.driver.pipeline([['EXISTS', key], this.roleRefused ? ['INFO', 'replication'] : ['ROLE']], key);
+      let results = await ask();
+      if (isReplyError(results[1]?.[0]) && !this.roleRefused) {
         this.roleRefused = true;
-        results = await ask(this.client.pipeline().exists(key)).exec();
+        results = await ask();
       }
-      this.noteRole(node, results?.[1]?.[1]);
+      this.noteRole(node, results[1]?.[1]);
     } else {
-      const role = this.roleRefused ? undefined : await this.client.role().catch((err: unknown) => err);
-      if (role === undefined || isRefusal(role)) {
+      const master = this.driver.masters()[0];
+      const role = this.roleRefused ? undefined : await master.send(['ROLE']).catch((err: unknown) => err);
+      if (role === undefined || isReplyError(role)) {
         this.roleRefused = true;
-        this.noteRole(node, await this.client.info('replication'));
+        this.noteRole(node, await master.send(['INFO', 'replication']));
       } else {
         this.noteRole(node, role);
       }
@@ -185,30 +181,17 @@ export class ReplicaAcks {
 }
 
 /**
- * `WAIT 0 0` on every master of `cluster` once it is ready (waiting for that at most `readyMs`): the first refusal,
- * or `undefined`. A Cluster that is not ready in time is not probed (its calls still find out).
+ * `WAIT 0 0` on every master of a Cluster once the client is ready (waiting for that at most `readyMs`): the first
+ * refusal, or `undefined`. A Cluster that is not ready in time is not probed (its calls still find out).
  */
 async function probeMasters(
-  cluster: Cluster,
+  driver: RedisDriver,
   readyMs: number,
-  waitNone: (node: Redis) => Promise<unknown>,
+  waitNone: (node: DriverNode) => Promise<unknown>,
 ): Promise<unknown> {
-  if (cluster.status !== 'ready') {
-    const ready = await new Promise<boolean>((resolve) => {
-      // Unref: a start-up probe must not keep the process alive (an engine closed at once, a Cluster never ready).
-      const timer = setTimeout(() => done(false), readyMs).unref();
-      const onReady = () => done(true);
-      const done = (ok: boolean) => {
-        clearTimeout(timer);
-        cluster.off('ready', onReady);
-        resolve(ok);
-      };
-      cluster.once('ready', onReady);
-    });
-    if (!ready) return undefined;
-  }
+  if (!(await driver.whenReady(readyMs))) return undefined;
   const refusals = await Promise.all(
-    cluster.nodes('master').map((node) =>
+    driver.masters().map((node) =>
       waitNone(node).then(
         () => undefined,
         (err: unknown) => err,
@@ -216,20 +199,4 @@ async function probeMasters(
     ),
   );
   return refusals.find((err) => err !== undefined);
-}
-
-/** Asks `cluster` to reload its slot map; resolves when it did, or after `timeoutMs`. */
-function refreshSlots(cluster: Cluster, timeoutMs: number): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, timeoutMs);
-    cluster.refreshSlotsCache(() => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
-}
-
-/** An error reply of the server (a refusal), as opposed to a connection that failed. */
-function isRefusal(err: unknown): boolean {
-  return err instanceof Error && err.name === 'ReplyError';
 }

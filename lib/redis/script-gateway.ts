@@ -1,6 +1,6 @@
-import { Cluster, Command } from 'ioredis';
 import { isNoScript } from './error-code.js';
-import type { RedisClient } from './connection.js';
+import { isReplyError } from './driver/reply-error.js';
+import type { RedisDriver } from './driver/redis-driver.js';
 import type { AcquireReply, ReplicaWaitSettings } from '../store/lock-store.js';
 import { sharded } from './scripts/lua-script.js';
 import type { LuaScript } from './scripts/lua-script.js';
@@ -44,19 +44,19 @@ export class ScriptGateway {
   private readonly shardedPubSub: boolean;
 
   constructor(
-    readonly client: RedisClient,
+    readonly driver: RedisDriver,
     options: ScriptGatewayOptions,
   ) {
     this.shardedPubSub = options.shardedPubSub;
     this.sources = new Map(options.scripts.map((s) => [s.sha, s.source]));
     if (options.waitForReplicas) {
-      const acks = new ReplicaAcks(client, options.waitForReplicas, (script) => this.load(script));
+      const acks = new ReplicaAcks(driver, options.waitForReplicas, (script) => this.load(script));
       this.acks = acks;
       void acks.probe().then((refused) => {
         if (refused && isReplyError(refused)) options.onConnectionError(new NotReplicated(0, 0, 0, undefined, refused));
       });
     }
-    this.batches = !this.acks && !client.isCluster;
+    this.batches = !this.acks && !driver.cluster;
   }
 
   /** The source of the script with this SHA, for error messages (`undefined` for a script it does not know). */
@@ -83,12 +83,12 @@ export class ScriptGateway {
    */
   readonly run = (base: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> => {
     const script = this.variant(base);
-    return evalsha(this.client, script.sha, keys, args).catch((err: unknown) => {
+    return this.driver.evalsha(script.sha, keys, args).catch((err: unknown) => {
       if (!isNoScript(err)) throw err;
       return this.load(script).then(() =>
-        evalsha(this.client, script.sha, keys, args).catch((again: unknown) => {
+        this.driver.evalsha(script.sha, keys, args).catch((again: unknown) => {
           if (!isNoScript(again)) throw again;
-          return this.client.eval(script.source, keys.length, ...keys, ...args);
+          return this.driver.eval(script.source, keys, args);
         }),
       );
     });
@@ -102,8 +102,8 @@ export class ScriptGateway {
   load(script: LuaScript): Promise<void> {
     let loading = this.loading.get(script.sha);
     if (!loading) {
-      const nodes = this.client instanceof Cluster ? this.client.nodes('master') : [this.client];
-      loading = Promise.allSettled(nodes.map((node) => node.script('LOAD', script.source))).then(() => {
+      const nodes = this.driver.masters();
+      loading = Promise.allSettled(nodes.map((node) => node.send(['SCRIPT', 'LOAD', script.source]))).then(() => {
         this.loading.delete(script.sha);
       });
       this.loading.set(script.sha, loading);
@@ -141,41 +141,4 @@ export class ScriptGateway {
     if (acked.refused === undefined && acked.acked >= acked.wanted) return undefined;
     return new NotReplicated(acked.acked, acked.wanted, this.acks?.settings.timeoutMs ?? 0, granted, acked.refused);
   }
-}
-
-const NO_ARGS: never[] = [];
-
-/**
- * `EVALSHA sha numkeys ...keys ...args`, its argument list laid out once. ioredis' command methods copy every
- * argument through `Array.prototype.flat`, about 65 ns each on Node 20: 1 µs for one acquisition, 14 µs for a batch
- * of 16, the largest single cost of a batched cycle. The command goes through the client's `sendCommand` like any
- * other (offline queue, Cluster routing by its first key, reconnects). A client created with ioredis' own
- * `keyPrefix` takes the usual path, which prefixes the KEYS.
- */
-function evalsha(
-  client: RedisClient,
-  sha: string,
-  keys: readonly string[],
-  args: readonly (string | number)[],
-): Promise<unknown> {
-  if (client.options.keyPrefix) return client.evalsha(sha, keys.length, ...keys, ...args);
-  const command = new Command('evalsha', NO_ARGS, {
-    replyEncoding: 'utf8',
-    errorStack: client.options.showFriendlyErrorStack ? new Error() : undefined,
-  });
-  // As the command methods would send them: every argument a string (the numbers here are small integers).
-  const all = new Array<string>(2 + keys.length + args.length);
-  all[0] = sha;
-  all[1] = String(keys.length);
-  let i = 2;
-  for (const key of keys) all[i++] = key;
-  for (const arg of args) all[i++] = typeof arg === 'string' ? arg : String(arg);
-  command.args = all;
-  void client.sendCommand(command);
-  return command.promise;
-}
-
-/** An error reply of the server (as opposed to a connection failure). */
-function isReplyError(err: unknown): boolean {
-  return err instanceof Error && err.name === 'ReplyError';
 }

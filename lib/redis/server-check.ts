@@ -1,8 +1,7 @@
-import { Cluster } from 'ioredis';
-import type { Redis } from 'ioredis';
 import { LockConfigError } from '../errors/lock-config.error.js';
 import type { ReplicaWaitSettings } from '../store/lock-store.js';
-import type { RedisClient } from './connection.js';
+import type { DriverNode, RedisDriver } from './driver/redis-driver.js';
+import { isReplyError } from './driver/reply-error.js';
 import { redisErrorCode } from './error-code.js';
 import type { LuaScript } from './scripts/lua-script.js';
 
@@ -24,18 +23,18 @@ const MIN_MAJOR = 7;
  * the server refuses for want of an ACL right (NOPERM) proves nothing missing: it is not held against the server.
  * Rejects when a node does not answer (the caller decides what an unreachable server means at start-up).
  */
-export async function checkServer(client: RedisClient, needs: ServerNeeds): Promise<LockConfigError | undefined> {
-  const nodes: Redis[] = client instanceof Cluster ? client.nodes('master') : [client];
-  for (const node of nodes) {
-    const missing = await checkNode(node, client instanceof Cluster, needs);
+export async function checkServer(driver: RedisDriver, needs: ServerNeeds): Promise<LockConfigError | undefined> {
+  if (driver.cluster && !(await driver.whenReady(10_000))) throw new Error('the Cluster did not become ready');
+  for (const node of driver.masters()) {
+    const missing = await checkNode(node, driver.cluster, needs);
     if (missing) return missing;
   }
   return undefined;
 }
 
-async function checkNode(node: Redis, cluster: boolean, needs: ServerNeeds): Promise<LockConfigError | undefined> {
-  const where = `${node.options.host ?? '127.0.0.1'}:${node.options.port ?? 6379}`;
-  const version = await refusedAsUndefined(node.info('server'));
+async function checkNode(node: DriverNode, cluster: boolean, needs: ServerNeeds): Promise<LockConfigError | undefined> {
+  const where = node.label;
+  const version = await refusedAsUndefined(node.send(['INFO', 'server']) as Promise<string>);
   const major = version && Number(/^redis_version:(\d+)/m.exec(version)?.[1]);
   if (major && major < MIN_MAJOR) {
     const found = /^redis_version:(\S+)/m.exec(version ?? '')?.[1];
@@ -44,7 +43,7 @@ async function checkNode(node: Redis, cluster: boolean, needs: ServerNeeds): Pro
       'redis',
     );
   }
-  const loaded = await answer(node.script('LOAD', needs.script.source));
+  const loaded = await answer(node.send(['SCRIPT', 'LOAD', needs.script.source]));
   if (loaded instanceof Error && redisErrorCode(loaded) !== 'NOPERM') {
     return new LockConfigError(
       `invalid redis: the server at ${where} cannot run Lua scripts (SCRIPT LOAD: ${loaded.message}); every lock ` +
@@ -53,7 +52,7 @@ async function checkNode(node: Redis, cluster: boolean, needs: ServerNeeds): Pro
     );
   }
   if (cluster) {
-    const info = await refusedAsUndefined(node.call('COMMAND', 'INFO', 'spublish') as Promise<unknown[]>);
+    const info = await refusedAsUndefined(node.send(['COMMAND', 'INFO', 'spublish']) as Promise<unknown[]>);
     if (info && !Array.isArray(info[0])) {
       return new LockConfigError(
         `invalid redis: the Cluster node ${where} has no sharded pub/sub (SPUBLISH), which wakes waiters on a ` +
@@ -65,7 +64,7 @@ async function checkNode(node: Redis, cluster: boolean, needs: ServerNeeds): Pro
   const wait = needs.waitForReplicas;
   if (wait) {
     const command = wait.aof ? 'WAITAOF' : 'WAIT';
-    const reply = await answer(wait.aof ? node.call('WAITAOF', 0, 0, 0) : node.wait(0, 0));
+    const reply = await answer(node.send(wait.aof ? ['WAITAOF', 0, 0, 0] : ['WAIT', 0, 0]));
     if (reply instanceof Error && redisErrorCode(reply) !== 'NOPERM') {
       return new LockConfigError(
         `invalid waitForReplicas: the server at ${where} refused ${command} (${reply.message}): ` +
@@ -84,7 +83,7 @@ async function answer<T>(command: Promise<T>): Promise<T | Error> {
   try {
     return await command;
   } catch (err) {
-    if (err instanceof Error && err.name === 'ReplyError') return err;
+    if (isReplyError(err)) return err;
     throw err;
   }
 }

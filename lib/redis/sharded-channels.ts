@@ -1,21 +1,14 @@
 import { performance } from 'node:perf_hooks';
-import { Redis } from 'ioredis';
-import type { Cluster, RedisOptions } from 'ioredis';
-import type { ConnectionStateChange } from '../store/lock-store.js';
-import type { WakeUpChannels } from './lock-subscriber.js';
+import type { Cluster, Redis, RedisOptions } from 'ioredis';
+import type { ChannelsContext, DriverChannels } from './driver/redis-driver.js';
+import { slotOf } from './slot.js';
+
+export { slotOf } from './slot.js';
 
 /** Pause between two attempts to move lost subscriptions to the masters that now serve their slots. */
 const REROUTE_RETRY_MS = 200;
 /** MOVED replies followed for one SSUBSCRIBE before giving up. */
 const MAX_REDIRECTS = 5;
-
-/** What `ShardedChannels` needs from its engine. */
-export interface ShardedChannelsContext {
-  /** Bounds a connection attempt and a slot-map refresh. */
-  readonly connectTimeoutMs: number;
-  /** One `lost` when subscriptions go missing, one `restored` once every one is back (waiters then re-check). */
-  readonly report: (change: ConnectionStateChange) => void;
-}
 
 /**
  * Sharded pub/sub on a Redis Cluster (Redis 7.0+): each lock channel is SSUBSCRIBEd on the master that serves its slot
@@ -28,7 +21,7 @@ export interface ShardedChannelsContext {
  * subscribed again on their current masters, every 200 ms until that works; then `restored` is reported, so every
  * waiter re-checks its lock (a wake-up sent meanwhile may be lost). A MOVED reply to an SSUBSCRIBE is followed.
  */
-export class ShardedChannels implements WakeUpChannels {
+export class ShardedChannels implements DriverChannels {
   /** Subscriber connection per master, by `host:port`. */
   private readonly nodes = new Map<string, Redis>();
   /** Channel → master it is subscribed on (confirmed). */
@@ -45,8 +38,15 @@ export class ShardedChannels implements WakeUpChannels {
 
   constructor(
     private readonly cluster: Cluster,
-    private readonly context: ShardedChannelsContext,
+    private readonly context: ChannelsContext,
+    /** Opens a connection of the cluster client's own library (ioredis, or iovalkey). */
+    private readonly connect: (options: RedisOptions) => Redis,
   ) {}
+
+  /** Whether every wanted channel is subscribed (no subscription waits for its slot's master). */
+  get connected(): boolean {
+    return this.downSince === undefined;
+  }
 
   onMessage(handler: (channel: string, message: string) => void): void {
     this.handler = handler;
@@ -86,7 +86,7 @@ export class ShardedChannels implements WakeUpChannels {
   }
 
   /** Closes every subscriber connection; stops re-subscribing. */
-  close(): void {
+  async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.retryTimer);
     this.wakeRetry?.();
@@ -152,7 +152,7 @@ export class ShardedChannels implements WakeUpChannels {
     if (existing) return existing;
     const at = node.lastIndexOf(':');
     const { keyPrefix: _ignored, ...base }: RedisOptions = this.cluster.options.redisOptions ?? {};
-    const conn = new Redis({
+    const conn = this.connect({
       ...base,
       host: node.slice(0, at),
       port: Number(node.slice(at + 1)),
@@ -246,25 +246,4 @@ export class ShardedChannels implements WakeUpChannels {
     );
     return results.every((r) => r.status === 'fulfilled');
   }
-}
-
-/** The Redis Cluster slot of `name` (CRC16/XMODEM of its hash tag, or of the whole name without one, mod 16384). */
-export function slotOf(name: string): number {
-  const bytes = Buffer.from(name, 'utf8');
-  let start = 0;
-  let end = bytes.length;
-  const open = bytes.indexOf(0x7b); // {
-  if (open >= 0) {
-    const close = bytes.indexOf(0x7d, open + 1); // }
-    if (close > open + 1) {
-      start = open + 1;
-      end = close;
-    }
-  }
-  let crc = 0;
-  for (let i = start; i < end; i++) {
-    crc ^= bytes[i] << 8;
-    for (let b = 0; b < 8; b++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
-  }
-  return crc % 16384;
 }

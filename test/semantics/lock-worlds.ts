@@ -11,19 +11,37 @@ import type { WorkerRedis, WorkerTask } from '../fixtures/worker-protocol.js';
 import { keysUnder, redisUrl } from '../support/redis.js';
 import { lockKeys } from '../../lib/redis/key-layout.js';
 import { WorkerProcess } from '../support/worker-process.js';
+import { DRIVERS, openDriverClient } from '../support/driver-clients.js';
+import type { DriverClient, DriverName } from '../support/driver-clients.js';
 
 /**
  * Where the locks of a semantic test live: the real Redis store, the memory store, the Redis store on a real
  * 3-master Redis Cluster (engines given an ioredis `Cluster` client each), or quorum mode over 3 independent
  * redis-servers (engines given the 3 URLs).
  */
-export type StoreKind = 'redis' | 'memory' | 'cluster' | 'quorum';
+export type StoreKind = 'redis' | 'memory' | 'cluster' | 'quorum' | `${DriverName}` | `${DriverName} cluster`;
 
 /**
- * Every semantic test runs once per kind, so neither the memory store, a Cluster nor quorum mode can drift from the
- * Lua scripts' semantics.
+ * Every semantic test runs once per kind, so neither the memory store, a Cluster, quorum mode nor a client library
+ * can drift from the Lua scripts' semantics. The driver kinds give each engine an application's client of that
+ * library (iovalkey, node-redis v5, Valkey GLIDE) on the test Redis, or on the block's Redis Cluster.
  */
-export const STORE_KINDS: readonly StoreKind[] = ['redis', 'memory', 'cluster', 'quorum'];
+export const STORE_KINDS: readonly StoreKind[] = [
+  'redis',
+  'memory',
+  'cluster',
+  'quorum',
+  ...DRIVERS,
+  ...DRIVERS.map((d) => `${d} cluster` as const),
+];
+
+/** The client library of a driver kind, and whether it runs on the block's Cluster. */
+function driverOf(kind: StoreKind): { readonly name: DriverName; readonly cluster: boolean } | undefined {
+  const [name, cluster] = kind.split(' ');
+  return (DRIVERS as readonly string[]).includes(name)
+    ? { name: name as DriverName, cluster: cluster === 'cluster' }
+    : undefined;
+}
 
 /** Engine options a test may set (the store decides the connection). */
 export type EngineOptions = Partial<Omit<LockEngineOptions, 'redis'>>;
@@ -39,6 +57,7 @@ export class LockWorlds {
   private world = new MemoryLockWorld();
   private readonly cluster: ClusterOfBlock | undefined;
   private readonly masters: MastersOfBlock | undefined;
+  private readonly clients: DriverClientsOfBlock | undefined;
   private clusterEngines = 0;
 
   /**
@@ -46,8 +65,15 @@ export class LockWorlds {
    * block's 3 masters, before its first test.
    */
   constructor(readonly kind: StoreKind) {
-    if (kind === 'cluster') this.cluster = new ClusterOfBlock();
+    const driver = driverOf(kind);
+    if (kind === 'cluster' || driver?.cluster) this.cluster = new ClusterOfBlock();
     if (kind === 'quorum') this.masters = new MastersOfBlock();
+    if (driver) this.clients = new DriverClientsOfBlock(driver.name, () => this.cluster?.cluster);
+  }
+
+  /** Whether this world is one standalone Redis (the test Redis), whatever client the engines use. */
+  private get standalone(): boolean {
+    return this.kind === 'redis' || (this.clients !== undefined && !this.cluster);
   }
 
   get logger(): MemoryLogger {
@@ -57,6 +83,16 @@ export class LockWorlds {
   /** Another engine ("app instance") on this test's lock world. */
   engine(options: EngineOptions = {}): LockEngine {
     const all = { keyPrefix: this.prefix, ...options };
+    if (this.clients) {
+      const engine = this.kit.engine({ ...all, redis: this.clients.next() as never });
+      if (this.cluster) {
+        this.clusterEngines++;
+        this.kit.watchKeys(engine.settings.keyPrefix, this.cluster.cluster.keysUnder);
+      } else {
+        this.kit.watchPrefix(redisUrl(), engine.settings.keyPrefix);
+      }
+      return engine;
+    }
     if (this.cluster) {
       const cluster = this.cluster.cluster;
       this.clusterEngines++;
@@ -103,7 +139,7 @@ export class LockWorlds {
       this.kit.add(() => cluster.close(client));
       return client;
     }
-    if (this.kind !== 'redis') throw new Error(`no single Redis client for the ${this.kind} kind`);
+    if (!this.standalone) throw new Error(`no single Redis client for the ${this.kind} kind`);
     return this.kit.redis();
   }
 
@@ -154,6 +190,7 @@ export class LockWorlds {
     this.world = new MemoryLockWorld();
     const usedCluster = this.clusterEngines > 0;
     this.clusterEngines = 0;
+    this.clients?.rewind();
     await this.kit.closeAll();
     // Guard: the cluster kind's engines really sent their scripts to the Cluster (not to some other Redis).
     if (usedCluster) expect(await this.cluster?.scriptCallsInTest()).toBeGreaterThan(0);
@@ -186,6 +223,39 @@ class ClusterOfBlock {
   /** Script calls the Cluster served since the current test began. */
   async scriptCallsInTest(): Promise<number> {
     return (await this.cluster.scriptCalls()) - this.callsBefore;
+  }
+}
+
+/**
+ * The application's clients of one library for the `describe` block that makes this (a driver kind's block), opened
+ * in its `beforeAll` (GLIDE opens its clients asynchronously; an engine is made synchronously) and closed in its
+ * `afterAll`, after every engine: the library never closes a client it was given. Each engine of a test gets a
+ * client of its own, like an instance of an app; the next test uses them again.
+ */
+class DriverClientsOfBlock {
+  private static readonly PER_TEST = 8;
+  private opened: DriverClient[] = [];
+  private used = 0;
+
+  constructor(name: DriverName, cluster: () => RedisCluster | undefined) {
+    beforeAll(async () => {
+      const on = cluster();
+      const target = on ? { cluster: on.nodes.map(({ host, port }) => ({ host, port })) } : { url: redisUrl() };
+      for (let i = 0; i < DriverClientsOfBlock.PER_TEST; i++) this.opened.push(await openDriverClient(name, target));
+    }, 30_000);
+    afterAll(async () => {
+      await Promise.all(this.opened.map((c) => c.close()));
+    });
+  }
+
+  next(): object {
+    const client = this.opened[this.used++];
+    if (!client) throw new Error(`a test of a driver kind may make ${DriverClientsOfBlock.PER_TEST} engines at most`);
+    return client.client;
+  }
+
+  rewind(): void {
+    this.used = 0;
   }
 }
 

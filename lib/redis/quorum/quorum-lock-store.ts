@@ -2,7 +2,8 @@ import type { LockConfigError } from '../../errors/lock-config.error.js';
 import type { LockError } from '../../errors/lock.error.js';
 import type { LockOperation } from '../../errors/lock-unavailable.error.js';
 import type { LockInfo, LockMode } from '../../types/lock.types.js';
-import type { RedisClient, RedisConnectionInput } from '../connection.js';
+import type { RedisConnectionInput } from '../connection.js';
+import type { RedisDriver } from '../driver/redis-driver.js';
 import type {
   AcquireCall,
   AcquireReply,
@@ -49,7 +50,7 @@ export class QuorumLockStore implements LockStore {
   }
 
   /** @internal The command connection of each master (a key scan reads them all). */
-  get commandConnections(): readonly RedisClient[] {
+  get commandConnections(): readonly RedisDriver[] {
     return this.masters.list.map((m) => m.store.commandConnection);
   }
 

@@ -1,5 +1,4 @@
 import { performance } from 'node:perf_hooks';
-import type { Redis } from 'ioredis';
 import type { RedisConnectionInput } from '../connection.js';
 import type { LockRef, LockStoreContext } from '../../store/lock-store.js';
 import { QuorumFailure, SUSPECT, within } from './quorum-outcomes.js';
@@ -28,8 +27,8 @@ export interface Master {
   runId: string | undefined;
   /** Bumped when the command connection closes: an `INFO` answer from before that says nothing of the master now. */
   epoch: number;
-  /** The listeners `watchRestarts` put on the command connection (removed by `close`). */
-  readonly listeners: { event: 'close' | 'ready'; listener: () => void }[];
+  /** What removes the listener `watchRestarts` put on the command connection (called by `close`). */
+  readonly listeners: (() => void)[];
   /** Per lock and token: the tail of the commands sent to this master, so they reach it in order (see `inLane`). */
   readonly lanes: Map<string, Promise<void>>;
   /**
@@ -191,7 +190,7 @@ export class QuorumMasters {
       calls.forEach((call, i) => {
         const master = this.list[i];
         void within(call, boundMs).then((o) => {
-          master.suspect = !o.ok && (o.error === TIMED_OUT || master.store.commandConnection.status !== 'ready');
+          master.suspect = !o.ok && (o.error === TIMED_OUT || !master.store.commandConnection.connected);
           outs[i] = o;
           check();
         });
@@ -216,8 +215,7 @@ export class QuorumMasters {
   /** Stops watching restarts and closes every master's store. */
   async close(): Promise<void> {
     this.closed = true;
-    for (const m of this.list)
-      for (const { event, listener } of m.listeners) m.store.commandConnection.off(event, listener);
+    for (const m of this.list) for (const stop of m.listeners) stop();
     await Promise.all(this.list.map((m) => m.store.close()));
   }
 
@@ -238,18 +236,16 @@ export class QuorumMasters {
       master.requiredUptimeMs = Math.max(master.requiredUptimeMs, this.longestLeaseMs);
     };
     const onReady = () => void this.learnStart(master);
-    c.on('close', onClose);
-    c.on('ready', onReady);
-    master.listeners.push({ event: 'close', listener: onClose }, { event: 'ready', listener: onReady });
-    if (c.status === 'ready') void this.learnStart(master);
+    master.listeners.push(c.onConnection((e) => (e.state === 'down' ? onClose() : onReady()), { errors: false }));
+    if (c.connected) void this.learnStart(master);
   }
 
   private async learnStart(master: Master): Promise<void> {
-    const c = master.store.commandConnection as Redis;
+    const c = master.store.commandConnection;
     const epoch = master.epoch;
-    const outcome = await within(c.info('server'), this.options.commandTimeoutMs);
+    const outcome = await within(c.send(['INFO', 'server']) as Promise<string>, this.options.commandTimeoutMs);
     // The connection dropped meanwhile (the master may have restarted since): this answer is stale, or none at all.
-    if (this.closed || master.epoch !== epoch || c.status !== 'ready') return;
+    if (this.closed || master.epoch !== epoch || !c.connected) return;
     const answeredAt = performance.now();
     const info = outcome.ok ? outcome.value : '';
     const uptime = /uptime_in_seconds:(\d+)/.exec(info)?.[1];

@@ -81,7 +81,7 @@ export function describeQuorumFailure(
     });
   }
   if (failure === TIMED_OUT) {
-    const down = masters.list.filter((m) => m.store.commandConnection.status !== 'ready').map((m) => m.label);
+    const down = masters.list.filter((m) => !m.store.commandConnection.connected).map((m) => m.label);
     const reason: LockUnavailableReason = n - down.length < masters.quorum ? 'unreachable' : 'timeout';
     const which = down.length > 0 ? `; not connected: ${down.join(', ')}` : '';
     return new LockUnavailableError({

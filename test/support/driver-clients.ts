@@ -1,0 +1,70 @@
+import { GlideClient, GlideClusterClient, Logger } from '@valkey/valkey-glide';
+import { Cluster as ValkeyCluster, Redis as Valkey } from 'iovalkey';
+import { createClient, createCluster } from 'redis';
+
+/** A client library the application may hand the library as `redis` (ioredis, the default, is not listed). */
+export type DriverName = 'iovalkey' | 'node-redis' | 'glide';
+
+/** The client libraries with a driver besides ioredis, in the order the suites run them. */
+export const DRIVERS: readonly DriverName[] = ['iovalkey', 'node-redis', 'glide'];
+
+/** Where a client connects: a standalone server's URL, or a Cluster's nodes. */
+export type DriverTarget = { readonly url: string } | { readonly cluster: readonly { host: string; port: number }[] };
+
+/** An application's client of `name`, connected, and what closes it (the library never does). */
+export interface DriverClient {
+  readonly client: object;
+  close(): Promise<void>;
+}
+
+// GLIDE's core logs every error reply at WARN on standard output; the tests provoke many on purpose.
+let glideLogger = false;
+
+/** Opens an application's client of `name` on `target`, as an application would (connected before use). */
+export async function openDriverClient(name: DriverName, target: DriverTarget): Promise<DriverClient> {
+  const cluster = 'cluster' in target ? target.cluster : undefined;
+  const url = 'url' in target ? target.url : undefined;
+  switch (name) {
+    case 'iovalkey': {
+      const client = cluster ? new ValkeyCluster(cluster.map((n) => ({ ...n }))) : new Valkey(url as string);
+      client.on('error', () => undefined);
+      return {
+        client,
+        close: async () => {
+          await client.quit().catch(() => client.disconnect());
+        },
+      };
+    }
+    case 'node-redis': {
+      const client = cluster
+        ? createCluster({ rootNodes: cluster.map((n) => ({ url: `redis://${n.host}:${n.port}` })) })
+        : createClient({ url });
+      client.on('error', () => undefined);
+      await client.connect();
+      return {
+        client,
+        close: async () => {
+          await client.close().catch(() => client.destroy());
+        },
+      };
+    }
+    case 'glide': {
+      if (!glideLogger) {
+        Logger.init('off');
+        glideLogger = true;
+      }
+      const at = url === undefined ? undefined : new URL(url);
+      const addresses = cluster ? [...cluster] : [{ host: at?.hostname ?? '', port: Number(at?.port) }];
+      const credentials = at?.username ? { username: at.username, password: at.password } : undefined;
+      const client = cluster
+        ? await GlideClusterClient.createClient({ addresses, requestTimeout: 5_000 })
+        : await GlideClient.createClient({ addresses, credentials, requestTimeout: 5_000 });
+      return {
+        client,
+        close: async () => {
+          client.close();
+        },
+      };
+    }
+  }
+}
