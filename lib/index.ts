@@ -46,6 +46,7 @@ export type {
 export { attachLockMetrics, LOCK_METRICS } from './observability/lock-metrics.js';
 export type { LockMetricsOptions, MeterLike } from './observability/lock-metrics.js';
 export type { RedisConnectionInput } from './redis/connection.js';
+export type { GlideClientLike, NodeRedisLike } from './redis/driver/client-family.js';
 export { MAX_KEY_BYTES } from './redis/key-layout.js';
 
 // Errors

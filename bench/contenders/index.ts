@@ -1,5 +1,6 @@
 import { bareSpec } from './bare.contender.js';
 import type { ContenderSpec } from './contender.js';
+import { glideSpec, iovalkeySpec, nodeRedisSpec } from './driver.contender.js';
 import { engineSpec, serviceSpec } from './library.contender.js';
 import { redlockFastSpec, redlockSpec } from './redlock.contender.js';
 import { semaphoreFastSpec, semaphoreSpec } from './semaphore.contender.js';
@@ -9,6 +10,9 @@ export const CONTENDERS: readonly ContenderSpec[] = [
   bareSpec,
   engineSpec,
   serviceSpec,
+  iovalkeySpec,
+  nodeRedisSpec,
+  glideSpec,
   redlockSpec,
   redlockFastSpec,
   semaphoreSpec,

@@ -194,11 +194,10 @@ async function fairQueueAges(context: BoardReadContext, keys: readonly string[])
   await mapLimited(keys, READ_CONCURRENCY, async (key) => {
     try {
       const queue = lockKeys(prefix, key).queue;
-      const head = (await bounded(
-        client.send(['ZRANGE', queue, '0', '0', 'WITHSCORES'], queue),
-        timeoutMs,
-        'ZRANGE',
-      )) as unknown[];
+      // `[member, score]`, flat (RESP2) or as one pair (RESP3, which ioredis 6 and node-redis may speak).
+      const head = (
+        (await bounded(client.send(['ZRANGE', queue, '0', '0', 'WITHSCORES'], queue), timeoutMs, 'ZRANGE')) as unknown[]
+      ).flat();
       if (head.length === 2) ages.set(key, Math.max(0, context.redisNowMs - Number(head[1]) / 1000));
     } catch {
       // Unknown age: the entry shows the waiting count without it.

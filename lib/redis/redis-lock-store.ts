@@ -46,7 +46,7 @@ import {
   RELEASE_BATCH,
 } from './scripts/lock-scripts.js';
 import { NodeBatches } from './node-batches.js';
-import { PERMIT_SCRIPT_VARIANTS } from './scripts/permit-scripts.js';
+import { PERMIT_SCRIPTS, PERMIT_SCRIPT_VARIANTS } from './scripts/permit-scripts.js';
 import { unavailable } from './redis-failures.js';
 import type { ScriptBatcher } from './script-batcher.js';
 import { ScriptGateway } from './script-gateway.js';
@@ -226,7 +226,8 @@ export class RedisLockStore implements LockStore {
 
   /** What the server lacks of what the configuration needs (`checkServer`), or `undefined`. */
   checkServer(): Promise<LockConfigError | undefined> {
-    const needs = { waitForReplicas: this.options.waitForReplicas, script: this.gateway.variant(ACQUIRE) };
+    const preload = [...ALL_SCRIPTS, ...PERMIT_SCRIPTS].map((s) => this.gateway.variant(s));
+    const needs = { waitForReplicas: this.options.waitForReplicas, script: this.gateway.variant(ACQUIRE), preload };
     return checkServer(this.driver, needs);
   }
 

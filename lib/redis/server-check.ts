@@ -11,6 +11,11 @@ export interface ServerNeeds {
   readonly waitForReplicas?: ReplicaWaitSettings;
   /** A script the library sends, loaded on each node (`SCRIPT LOAD`): proves scripting, and saves a NOSCRIPT later. */
   readonly script: LuaScript;
+  /**
+   * The other scripts the library sends, loaded on each node once the check passed (best effort): the first call of
+   * each then needs no NOSCRIPT round trip (which some clients also log, Valkey GLIDE at WARN).
+   */
+  readonly preload?: readonly LuaScript[];
 }
 
 /** Oldest Redis the scripts run on (`PEXPIRETIME`, `ZADD … GT`, sharded pub/sub): 7.0. Valkey reports 7.2.4+. */
@@ -29,6 +34,9 @@ export async function checkServer(driver: RedisDriver, needs: ServerNeeds): Prom
     const missing = await checkNode(node, driver.cluster, needs);
     if (missing) return missing;
   }
+  await Promise.allSettled(
+    driver.masters().flatMap((node) => (needs.preload ?? []).map((s) => node.send(['SCRIPT', 'LOAD', s.source]))),
+  );
   return undefined;
 }
 

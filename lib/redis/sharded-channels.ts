@@ -86,7 +86,7 @@ export class ShardedChannels implements DriverChannels {
   }
 
   /** Closes every subscriber connection; stops re-subscribing. */
-  async close(): Promise<void> {
+  close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.retryTimer);
     this.wakeRetry?.();
@@ -94,6 +94,7 @@ export class ShardedChannels implements DriverChannels {
     this.nodes.clear();
     this.routes.clear();
     this.wanted.clear();
+    return Promise.resolve();
   }
 
   private async subscribeOn(channel: string, node: string, redirects: number): Promise<void> {

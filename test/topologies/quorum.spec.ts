@@ -689,7 +689,7 @@ describe('quorum mode: the redis option', () => {
     const cluster = new Cluster([{ host: '127.0.0.1', port: 1 }], { lazyConnect: true });
     try {
       expect(configError(['redis://a:1', cluster, 'redis://c:1']).message).toMatch(
-        /entry 1 is an ioredis Cluster; quorum mode takes independent masters/,
+        /entry 1 is a Cluster client; quorum mode takes independent masters/,
       );
     } finally {
       cluster.disconnect();

@@ -54,7 +54,7 @@ export class GlideDriver implements RedisDriver {
     input: GlideClientLike,
     private readonly tuning: ConnectionTuning,
   ) {
-    this.c = input as GlideAny;
+    this.c = input;
     this.cluster = typeof this.c.ssubscribe === 'function' || /Cluster/.test(this.c.constructor.name);
     if (this.cluster) void this.loadSlots();
   }

@@ -63,7 +63,7 @@ export class IoredisDriver implements RedisDriver {
     for (const command of commands) p.call(String(command[0]), ...command.slice(1));
     const results = await p.exec();
     if (!results) throw new Error('the pipeline was discarded (connection closed)');
-    return results as PipelineReply[];
+    return results;
   }
 
   masters(): readonly DriverNode[] {

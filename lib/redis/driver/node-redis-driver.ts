@@ -33,8 +33,8 @@ interface NodeRedisAny extends NodeRedisLike {
 /**
  * The driver for node-redis v5 clients: a client (`createClient`), a cluster (`createCluster`: commands routed by
  * their first key, wake-ups by the cluster's sharded pub/sub) or a sentinel (`createSentinel`). Commands go through
- * `sendCommand`; the server's error replies (`ErrorReply`) become `ReplyError`s. A client that is not connected yet
- * is connected; the application's client is never closed: the library closes only the subscriber it duplicated.
+ * `sendCommand`; the server's error replies (`ErrorReply`) become `ReplyError`s. The application connects its client
+ * (until it does, calls fail as unavailable) and closes it: the library closes only the subscriber it duplicated.
  */
 export class NodeRedisDriver implements RedisDriver {
   readonly client = 'node-redis';
@@ -43,14 +43,11 @@ export class NodeRedisDriver implements RedisDriver {
   readonly cluster: boolean;
   private readonly sentinel: boolean;
   private readonly c: NodeRedisAny;
-  private readonly connecting: Promise<unknown> | undefined;
 
   constructor(input: NodeRedisLike, _tuning: ConnectionTuning) {
     this.c = input as NodeRedisAny;
     this.cluster = typeof this.c.nodeClient === 'function' && 'masters' in this.c;
     this.sentinel = !this.cluster && typeof this.c.acquire === 'function';
-    // A client handed over before `connect()`: connect it (its errors are the application's listeners' business).
-    this.connecting = this.c.isOpen ? undefined : this.c.connect().catch(() => undefined);
   }
 
   get connected(): boolean {
@@ -105,13 +102,18 @@ export class NodeRedisDriver implements RedisDriver {
     }));
   }
 
+  /** A client the application has not connected yet is waited for (the library does not connect it). */
   async whenReady(timeoutMs: number): Promise<boolean> {
-    if (this.connecting) {
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([this.connecting, new Promise((r) => (timer = setTimeout(r, timeoutMs).unref()))]);
-      clearTimeout(timer);
-    }
-    return this.c.isOpen;
+    if (this.connected) return true;
+    return new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => done(), timeoutMs).unref();
+      const done = () => {
+        clearTimeout(timer);
+        this.c.off('ready', done);
+        resolve(this.connected);
+      };
+      this.c.on('ready', done);
+    });
   }
 
   masterOfSlot(slot: number): string | undefined {
@@ -188,11 +190,11 @@ function watchNodeRedis(
   const onError = (error: unknown) => listener({ state: 'down', error });
   const onReconnecting = () => listener({ state: 'down', error: new Error('connection closed') });
   const onReady = () => listener({ state: 'up' });
-  if (errors) c.on('error', onError as never);
+  if (errors) c.on('error', onError);
   c.on('reconnecting', onReconnecting);
   c.on('ready', onReady);
   return () => {
-    c.off('error', onError as never);
+    c.off('error', onError);
     c.off('reconnecting', onReconnecting);
     c.off('ready', onReady);
   };

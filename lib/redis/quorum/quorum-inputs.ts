@@ -1,5 +1,5 @@
-import { Cluster, Redis } from 'ioredis';
 import { LockConfigError } from '../../errors/lock-config.error.js';
+import { clientFamily } from '../driver/client-family.js';
 
 /**
  * Checks the masters of quorum mode before any connection is opened, and returns a label (`host:port`) for each.
@@ -7,7 +7,9 @@ import { LockConfigError } from '../../errors/lock-config.error.js';
  * given twice.
  */
 export function validateQuorumInputs(inputs: readonly unknown[]): string[] {
-  const fix = 'pass 3, 5 or 7 independent masters (redis:// URLs, ioredis RedisOptions or Redis clients)';
+  const fix =
+    'pass 3, 5 or 7 independent masters (redis:// URLs, ioredis RedisOptions, or standalone clients of ioredis, ' +
+    'iovalkey, node-redis or Valkey GLIDE)';
   if (inputs.length < 3) {
     throw new LockConfigError(
       `invalid redis: quorum mode needs at least 3 masters, got ${inputs.length}; ${fix}, or a single connection input for one Redis`,
@@ -21,16 +23,16 @@ export function validateQuorumInputs(inputs: readonly unknown[]): string[] {
     );
   }
   const labels = inputs.map((input, i) => {
-    if (input instanceof Cluster) {
+    if (isClusterClient(input)) {
       throw new LockConfigError(
-        `invalid redis: entry ${i} is an ioredis Cluster; quorum mode takes independent masters, not a Cluster: ${fix}`,
+        `invalid redis: entry ${i} is a Cluster client; quorum mode takes independent masters, not a Cluster: ${fix}`,
         'redis',
       );
     }
     const label = addressOf(input);
     if (label === undefined)
       throw new LockConfigError(
-        `invalid redis: entry ${i} is not a redis:// URL, ioredis RedisOptions or Redis client; ${fix}`,
+        `invalid redis: entry ${i} is not a redis:// URL, ioredis RedisOptions or a client; ${fix}`,
         'redis',
       );
     return label;
@@ -62,10 +64,46 @@ function addressOf(input: unknown): string | undefined {
       return undefined;
     }
   }
-  const options = input instanceof Redis ? input.options : input;
+  const options = clientOptions(input);
   if (typeof options !== 'object' || options === null) return undefined;
   const o = options as { host?: string; port?: number; path?: string; name?: string; sentinels?: unknown };
   if (o.path) return o.path;
   if (o.sentinels) return `sentinel master ${o.name ?? ''}`;
   return address(o.host, o.port);
+}
+
+/** Whether `input` is a Cluster client of any supported library. */
+function isClusterClient(input: unknown): boolean {
+  if (typeof input !== 'object' || input === null) return false;
+  const c = input as { isCluster?: unknown; masters?: unknown; ssubscribe?: unknown; nodeClient?: unknown };
+  const family = clientFamily(input);
+  if (family === 'ioredis') return c.isCluster === true;
+  if (family === 'node-redis') return typeof c.nodeClient === 'function';
+  if (family === 'glide') return typeof c.ssubscribe === 'function';
+  return false;
+}
+
+/** The connection options of a client (host, port, path, Sentinel name), or `input` itself for options. */
+function clientOptions(input: unknown): unknown {
+  if (typeof input !== 'object' || input === null) return input;
+  const c = input as {
+    options?: { url?: string; socket?: { host?: string; port?: number; path?: string } };
+    config?: { addresses?: { host?: string; port?: number }[] };
+  };
+  switch (clientFamily(input)) {
+    case 'ioredis':
+      return c.options;
+    case 'node-redis': {
+      const url = c.options?.url;
+      if (url) {
+        const at = new URL(url);
+        return { host: at.hostname.replace(/^\[|\]$/g, ''), port: at.port === '' ? undefined : Number(at.port) };
+      }
+      return { host: c.options?.socket?.host, port: c.options?.socket?.port, path: c.options?.socket?.path };
+    }
+    case 'glide':
+      return c.config?.addresses?.[0] ?? {};
+    default:
+      return input;
+  }
 }
