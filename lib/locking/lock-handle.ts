@@ -1,5 +1,5 @@
 import { LockNotHeldError } from '../errors/lock-not-held.error.js';
-import type { LockHandle, LockMode } from '../types/lock.types.js';
+import type { HoldState, LockHandle, LockMode } from '../types/lock.types.js';
 import { checkedOnRead } from '../common/checked-signal.js';
 import type { Hold } from './hold.js';
 import type { LockOwner } from './owner-context.js';
@@ -55,6 +55,31 @@ export class LockHandleImpl implements LockHandle {
         return !h.lost;
       })
     );
+  }
+
+  /** `'released'`, `'lost'` (any hold lost or past its local deadline), `'in-doubt'` (any hold in doubt), `'held'`. */
+  get state(): HoldState {
+    if (this.released) return 'released';
+    let doubt = false;
+    for (const h of this.holds) {
+      h.checkDeadline();
+      if (h.lost) return 'lost';
+      if (h.doubtSince !== undefined) doubt = true;
+    }
+    return doubt ? 'in-doubt' : 'held';
+  }
+
+  /** Calls `listener` with the new state each time it changes (in doubt, held again, lost) until released. */
+  onStateChange(listener: (state: HoldState) => void): () => void {
+    let last = this.state;
+    const changed = (): void => {
+      const now = this.state;
+      if (now === last) return;
+      last = now;
+      if (now !== 'released') listener(now);
+    };
+    const stops = this.holds.map((h) => h.watch(changed));
+    return () => stops.forEach((stop) => stop());
   }
 
   /** Releases every hold at once (one round trip each, in parallel): settles within one command timeout. */
