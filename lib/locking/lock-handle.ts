@@ -19,6 +19,8 @@ export class LockHandleImpl implements LockHandle {
   readonly token: string;
   readonly fencingToken: number;
   private released = false;
+  /** The state when it was released: `'lost'` stays lost, anything else is `'released'`. */
+  private final: HoldState | undefined;
   private combinedSignal: AbortSignal | undefined;
 
   constructor(
@@ -57,9 +59,12 @@ export class LockHandleImpl implements LockHandle {
     );
   }
 
-  /** `'released'`, `'lost'` (any hold lost or past its local deadline), `'in-doubt'` (any hold in doubt), `'held'`. */
+  /**
+   * `'released'` (`'lost'` if it was lost before), `'lost'` (any hold lost or past its local deadline), `'in-doubt'`
+   * (any hold in doubt), else `'held'`.
+   */
   get state(): HoldState {
-    if (this.released) return 'released';
+    if (this.final) return this.final;
     let doubt = false;
     for (const h of this.holds) {
       h.checkDeadline();
@@ -85,6 +90,7 @@ export class LockHandleImpl implements LockHandle {
   /** Releases every hold at once (one round trip each, in parallel): settles within one command timeout. */
   async release(): Promise<boolean> {
     if (this.released) return false;
+    this.final = this.state === 'lost' ? 'lost' : 'released';
     this.released = true;
     const results = await Promise.allSettled([...this.holds].reverse().map((hold) => this.releaser.releaseHold(hold)));
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
