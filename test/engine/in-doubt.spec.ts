@@ -57,7 +57,8 @@ describe('in doubt: Redis paused (SIGSTOP)', () => {
     await server.dispose();
   });
 
-  const engine = (options: Partial<LockEngineOptions> = {}): LockEngine => kit.engine({ redis: server.url, ...options });
+  const engine = (options: Partial<LockEngineOptions> = {}): LockEngine =>
+    kit.engine({ redis: server.url, ...options });
 
   it('paused for less than the lease: locks and permits in doubt within a second, then held again, nothing lost', async () => {
     const a = engine({ leaseMs: 3_000 });
@@ -94,7 +95,12 @@ describe('in doubt: Redis paused (SIGSTOP)', () => {
     server.resume();
     await until(() => lock.state === 'held' && permit.state === 'held', 2_000, 'held again');
     console.log(`held again ${Math.round(performance.now() - resumedAt)} ms after SIGCONT`);
-    expect(seen.filter((s) => s.event === 'reconnected').map((s) => s.key).sort()).toEqual(['exports', 'report']);
+    expect(
+      seen
+        .filter((s) => s.event === 'reconnected')
+        .map((s) => s.key)
+        .sort(),
+    ).toEqual(['exports', 'report']);
     expect(seen.some((s) => s.event === 'lost')).toBe(false);
     expect(lockStates).toEqual(['in-doubt', 'held']);
     expect(permitStates).toEqual(['in-doubt', 'held']);
