@@ -269,3 +269,41 @@ describe('in doubt: connection cut by a TCP proxy', () => {
     expect(await lock.release()).toBe(true);
   }, 15_000);
 });
+
+describe('in doubt: quorum mode (3 independent masters)', () => {
+  const kit = new LockTestKit();
+  let masters: RedisProcess[];
+
+  beforeAll(async () => {
+    masters = await Promise.all([RedisProcess.start(), RedisProcess.start(), RedisProcess.start()]);
+  });
+  afterEach(async () => {
+    for (const m of masters) if (m.paused) m.resume();
+    await kit.closeAll();
+  });
+  afterAll(async () => {
+    await Promise.all(masters.map((m) => m.dispose()));
+  });
+
+  it('one master paused puts nothing in doubt (a majority keeps the hold); a second one does, and back when it resumes', async () => {
+    const a = kit.engine({ redis: masters.map((m) => m.url), leaseMs: 3_000 });
+    const seen = record(a);
+    const lock = await a.acquire('quorum-report');
+    const lockStates = states(lock);
+    masters[0].pause();
+    await sleep(1_500);
+    expect(lock.state).toBe('held');
+    expect(seen).toEqual([]);
+    const pausedAt = performance.now();
+    masters[1].pause();
+    await until(() => lock.state === 'in-doubt', 1_000 + SLACK_MS, 'in doubt');
+    console.log(`quorum: in doubt ${Math.round(performance.now() - pausedAt)} ms after a second master's SIGSTOP`);
+    masters[1].resume();
+    await until(() => lock.state === 'held', 2_000, 'held again');
+    expect(lockStates).toEqual(['in-doubt', 'held']);
+    expect(seen.map((s) => s.event)).toEqual(['in-doubt', 'reconnected']);
+    expect(lock.signal.aborted).toBe(false);
+    masters[0].resume();
+    expect(await lock.release()).toBe(true);
+  }, 20_000);
+});
