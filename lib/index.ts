@@ -30,11 +30,20 @@ export { LockEngine } from './locking/lock-engine.js';
 export type { LockEngineOptions, ModeFixedOptions, SkipOptions, WaitOptions } from './locking/lock-engine.js';
 export { DEFAULT_LOCK_SETTINGS } from './locking/engine-settings.js';
 export type { LockEngineSettings } from './locking/engine-settings.js';
-export type { AcquireOptions, LockHandle, LockHolderInfo, LockInfo, LockMode, LockPing } from './types/lock.types.js';
+export type {
+  AcquireOptions,
+  HoldState,
+  LockHandle,
+  LockHolderInfo,
+  LockInfo,
+  LockMode,
+  LockPing,
+} from './types/lock.types.js';
 export type { PermitHandle, PermitInfo, PermitOptions } from './types/permit.types.js';
 export type { CampaignOptions, LeaderFn, LeaderInfo, Leadership, StopCampaign } from './leader/leader.types.js';
 export { DEFAULT_CAMPAIGN_OPTIONS } from './leader/leader-options.js';
 export type {
+  DoubtReason,
   LockEvents,
   LockEventName,
   LockEventListener,

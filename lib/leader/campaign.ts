@@ -2,7 +2,7 @@ import { setTimeout as pause } from 'node:timers/promises';
 import { abortedOf, checkedOnRead } from '../common/checked-signal.js';
 import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error.js';
 import { LockClosedError } from '../errors/lock-closed.error.js';
-import type { AcquireOptions, LockHandle, LockInfo } from '../types/lock.types.js';
+import type { AcquireOptions, HoldState, LockHandle, LockInfo } from '../types/lock.types.js';
 import type { CampaignOptions, LeaderFn, Leadership } from './leader.types.js';
 
 /** What campaigns need of their engine (implemented by `LockEngine`). */
@@ -47,7 +47,19 @@ class Term {
     // Read after a pause, the signal first checks the lock's local lease deadline (timers or not): a frozen leader
     // that resumes finds it aborted before it can act on a term it may no longer hold.
     const signal = checkedOnRead(AbortSignal.any([handle.signal, this.ended.signal]), () => void handle.isHeld);
-    this.leadership = Object.freeze({ name, term: handle.fencingToken, signal, since: new Date() });
+    const ended = this.ended.signal;
+    this.leadership = Object.freeze({
+      name,
+      term: handle.fencingToken,
+      signal,
+      since: new Date(),
+      // The lock's state; a term that ended otherwise than by a loss is 'released' (its release may be on its way).
+      get state(): HoldState {
+        const state = handle.state;
+        return state !== 'lost' && abortedOf.call(ended) ? 'released' : state;
+      },
+      onStateChange: (listener: (state: HoldState) => void) => handle.onStateChange(listener),
+    });
   }
 
   get active(): boolean {

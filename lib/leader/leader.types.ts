@@ -1,3 +1,5 @@
+import type { HoldState } from '../types/lock.types.js';
+
 /** One term of leadership, handed to the function a campaign runs while this process leads. */
 export interface Leadership {
   /** The name campaigned for (the lock key is `leader:<name>`). */
@@ -15,6 +17,17 @@ export interface Leadership {
   readonly signal: AbortSignal;
   /** When this process was elected (its own clock). */
   readonly since: Date;
+  /**
+   * The term's lock: `'held'`; `'in-doubt'` when the connection to Redis dropped or went silent (the term may be
+   * ending: pause the leader's writes until it is `'held'` again); `'lost'` (the signal aborted); `'released'` once
+   * the term ended otherwise (resign, stop, shutdown, the function returned).
+   */
+  readonly state: HoldState;
+  /**
+   * Calls `listener` with the new `state` each time it changes during the term (`'in-doubt'`, back to `'held'`,
+   * `'lost'`), so the leader is told before its term may have ended. Returns the function that stops listening.
+   */
+  onStateChange(listener: (state: HoldState) => void): () => void;
 }
 
 /** The leader of a name, as Redis has it (`leader(name)`, `watchLeader(name)`). */

@@ -6,6 +6,7 @@ import { Permits } from './permits.js';
 import type { LockHandle, LockInfo } from '../types/lock.types.js';
 import { Acquirer } from './acquisition.js';
 import { logConnectionChange, openEngineStore } from './engine-store.js';
+import { HoldDoubt } from './hold-doubt.js';
 import { HoldKeeper } from './hold-keeper.js';
 import { Leftovers } from './leftovers.js';
 import { DeadlockAlarm, describeHeldTooLong } from './deadlock-alarm.js';
@@ -50,18 +51,28 @@ export function assembleEngine(
   factory: LockStoreFactory | undefined,
   hooks: EngineHooks,
 ): EngineParts {
-  // Each connection change is logged; the waiters re-check their locks once the wake-up connection is back.
-  const recheck = new OutageRecheck(() => room.wakeAll(), Array.isArray(redis) ? redis.length : 1);
+  // Each connection change is logged; the waiters re-check their locks once the wake-up connection is back; holds
+  // go in doubt while the command connection is down (in quorum mode: a majority's).
+  const masters = Array.isArray(redis) ? redis.length : 1;
+  const recheck = new OutageRecheck(() => room.wakeAll(), masters);
+  const doubt: HoldDoubt = new HoldDoubt({
+    ping: (timeoutMs) => store.ping(timeoutMs),
+    lastAnswerAt: () => store.lastAnswer,
+    events,
+    intervalMs: settings.livenessCheckMs,
+    masters,
+    keeper: (): HoldKeeper => keeper,
+  });
   const opened = openEngineStore(
     redis,
     settings,
     logger,
-    (change) => (logConnectionChange(logger, change), recheck.changed(change)),
+    (change) => (logConnectionChange(logger, change), recheck.changed(change), doubt.changed(change)),
     factory,
   );
   const store = opened.store;
   const leftovers = new Leftovers(store, logger);
-  const keeper = new HoldKeeper(store, events, logger, leftovers, settings.commandTimeoutMs);
+  const keeper = new HoldKeeper(store, events, logger, leftovers, settings.commandTimeoutMs, doubt);
   const room = new WaitingRoom(store, instanceId);
   const acquirer = new Acquirer(
     store,

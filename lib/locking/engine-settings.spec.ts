@@ -6,6 +6,7 @@ import {
   MAX_DURATION_MS,
   MIN_COMMAND_TIMEOUT_MS,
   MIN_LEASE_MS,
+  MIN_LIVENESS_CHECK_MS,
   resolveAcquireOptions,
   resolveEngineSettings,
 } from './engine-settings.js';
@@ -30,6 +31,7 @@ const SETTING_NAMES = [
   'holdWarningMs',
   'keyPrefix',
   'leaseMs',
+  'livenessCheckMs',
   'waitForReplicas',
   'waitTimeoutMs',
   'waitWarningMs',
@@ -47,6 +49,7 @@ describe('DEFAULT_LOCK_SETTINGS', () => {
       holdWarningMs: 60_000,
       waitWarningMs: 5_000,
       fencingMemoryMs: 3_600_000,
+      livenessCheckMs: 400,
       waitForReplicas: undefined,
     });
     expect(Object.isFrozen(DEFAULT_LOCK_SETTINGS)).toBe(true);
@@ -55,6 +58,7 @@ describe('DEFAULT_LOCK_SETTINGS', () => {
   it('has the documented bounds', () => {
     expect(MIN_LEASE_MS).toBe(30);
     expect(MIN_COMMAND_TIMEOUT_MS).toBe(10);
+    expect(MIN_LIVENESS_CHECK_MS).toBe(50);
     expect(MAX_DURATION_MS).toBe(2_147_483_647);
   });
 });
@@ -84,6 +88,7 @@ describe('resolveEngineSettings', () => {
       holdWarningMs: 0,
       waitWarningMs: 0,
       fencingMemoryMs: 0,
+      livenessCheckMs: 0,
       waitForReplicas: { replicas: 'connected', timeoutMs: 9 },
     };
     expect(resolveEngineSettings(all)).toEqual(all);
@@ -121,6 +126,9 @@ describe('resolveEngineSettings', () => {
     ['keyPrefix', ''],
     ['keyPrefix', 'my-app:locks:'],
     ['appName', ''],
+    ['livenessCheckMs', 0],
+    ['livenessCheckMs', MIN_LIVENESS_CHECK_MS],
+    ['livenessCheckMs', 5_000],
   ])('accepts %s = %p', (option, value) => {
     expect(resolveEngineSettings({ [option]: value })).toEqual({ ...DEFAULT_LOCK_SETTINGS, [option]: value });
   });
@@ -162,6 +170,12 @@ describe('resolveEngineSettings', () => {
     ['autoExtend', null],
     ['appName', 42],
     ['appName', null],
+    ['livenessCheckMs', 49],
+    ['livenessCheckMs', -1],
+    ['livenessCheckMs', 400.5],
+    ['livenessCheckMs', Number.POSITIVE_INFINITY],
+    ['livenessCheckMs', '400'],
+    ['livenessCheckMs', null],
   ])('rejects %s = %p, naming the option', (option, value) => {
     const err = thrown(() => resolveEngineSettings({ [option]: value }));
     expect(err).toBeInstanceOf(LockConfigError);

@@ -42,6 +42,15 @@ export interface LockEngineSettings {
    */
   readonly fencingMemoryMs: number;
   /**
+   * While this process holds anything (locks, permits, leadership), how often it checks that Redis still answers,
+   * in milliseconds: a `PING` on each connection of the store (command and wake-up; per master in quorum mode) per
+   * interval, per engine, whatever the number of holds, and none while nothing is held. A check not answered within
+   * one interval puts every hold in doubt (`state: 'in-doubt'`, event `in-doubt`), so a paused or cut-off Redis is
+   * noticed within two intervals. Default `400`; `0` turns the check off (holds then go in doubt only when a
+   * connection reports that it dropped). At least `50` otherwise.
+   */
+  readonly livenessCheckMs: number;
+  /**
    * Replica acknowledgement: a grant (and a renewal, and an `extend`) counts only once `WAIT` reports that many
    * replicas have it, within `timeoutMs`; otherwise it is undone and the call rejects with `LockUnavailableError`
    * (`reason: 'not-replicated'`). Default `undefined`: off.
@@ -77,12 +86,15 @@ export const DEFAULT_LOCK_SETTINGS: LockEngineSettings = Object.freeze({
   holdWarningMs: 60_000,
   waitWarningMs: 5_000,
   fencingMemoryMs: FENCE_MEMORY_MS,
+  livenessCheckMs: 400,
   waitForReplicas: undefined,
 });
 
 /** Default bound of `ping`, in milliseconds (the health check uses it too). */
 export const DEFAULT_PING_TIMEOUT_MS = 1_000;
 
+/** Smallest liveness check interval accepted (but `0`, off), in milliseconds. */
+export const MIN_LIVENESS_CHECK_MS = 50;
 /** Smallest lease accepted, in milliseconds: below it the watchdog cannot renew in time. */
 export const MIN_LEASE_MS = 30;
 /** Smallest command timeout accepted, in milliseconds: below it a healthy round trip can count as failed. */
@@ -143,6 +155,14 @@ export function resolveEngineSettings(input: Partial<LockEngineSettings> = {}): 
   checkDuration('holdWarningMs', settings.holdWarningMs, 0, false);
   checkDuration('waitWarningMs', settings.waitWarningMs, 0, false);
   checkDuration('fencingMemoryMs', settings.fencingMemoryMs, 0, false);
+  const { livenessCheckMs: check } = settings;
+  if (check !== 0 && !(Number.isInteger(check) && check >= MIN_LIVENESS_CHECK_MS && check <= MAX_DURATION_MS)) {
+    throw new LockConfigError(
+      `invalid livenessCheckMs: ${String(check)}; expected 0 (off) or an integer number of milliseconds from ` +
+        `${MIN_LIVENESS_CHECK_MS} to ${MAX_DURATION_MS}`,
+      'livenessCheckMs',
+    );
+  }
   if (typeof settings.autoExtend !== 'boolean') {
     throw new LockConfigError(
       `invalid autoExtend: ${String(settings.autoExtend)}; expected true or false`,

@@ -3,7 +3,8 @@ import { LockLostError } from '../errors/lock-lost.error.js';
 import type { LockLostReason } from '../errors/lock-lost.error.js';
 import { LockUnavailableError } from '../errors/lock-unavailable.error.js';
 import type { LockStore, ReleaseReply } from '../store/lock-store.js';
-import type { Hold } from './hold.js';
+import { ranOutInTransit, type Hold } from './hold.js';
+import type { DoubtKeeper, HoldDoubt } from './hold-doubt.js';
 import type { LeftoverHold, Leftovers } from './leftovers.js';
 import { errorText, kindOf } from './lock-events.js';
 import { ShutdownReport } from './shutdown-report.js';
@@ -14,10 +15,10 @@ import { TroubleLog } from './trouble-log.js';
 import { Watchdog } from './watchdog.js';
 
 /**
- * The holds of one engine after they were granted: releases, extensions, renewal by the watchdog, and loss. A
- * hold leaves it when its last release is done, when it is lost, or at shutdown.
+ * The holds of one engine after they were granted: releases, extensions, renewal by the watchdog, doubt (`HoldDoubt`)
+ * and loss. A hold leaves it when its last release is done, when it is lost, or at shutdown.
  */
-export class HoldKeeper implements HoldReleaser {
+export class HoldKeeper implements HoldReleaser, DoubtKeeper {
   private readonly watchdog: Watchdog;
   private readonly trouble: TroubleLog;
   /** Releases of last levels under way: shutdown lets them finish before the connections close. */
@@ -31,6 +32,7 @@ export class HoldKeeper implements HoldReleaser {
     private readonly logger: LockLogger,
     private readonly leftovers: Leftovers,
     private readonly commandTimeoutMs: number,
+    private readonly doubt: HoldDoubt,
   ) {
     this.trouble = new TroubleLog(logger, () => this.size);
     this.shutdown = new ShutdownReport(logger, () => this.list());
@@ -38,6 +40,7 @@ export class HoldKeeper implements HoldReleaser {
       lost: (hold, reason) => this.markLost(hold, reason),
       renewalFailed: (err, holds) => this.trouble.renewalFailed(err, holds.length),
       behind: (late, sent, leftMs) => this.trouble.behind(late, sent, leftMs),
+      confirmed: (hold) => this.doubt.confirmed(hold),
     });
   }
 
@@ -55,6 +58,12 @@ export class HoldKeeper implements HoldReleaser {
   track(hold: Hold): void {
     hold.onDeadline = (h) => this.markLost(h, 'lease-expired');
     this.watchdog.add(hold);
+    this.doubt.holding();
+  }
+
+  /** Has the watchdog renew `holds` now (holds in doubt). */
+  renewSoon(holds: readonly Hold[]): void {
+    this.watchdog.renewSoon(holds);
   }
 
   /**
@@ -160,6 +169,7 @@ export class HoldKeeper implements HoldReleaser {
     }
     hold.validUntil = sentAt + ms;
     if (hold.autoExtend) hold.nextRenewAt = Math.min(hold.nextRenewAt, sentAt + ms / 3);
+    this.doubt.confirmed(hold);
     return true;
   }
 
@@ -227,6 +237,7 @@ export class HoldKeeper implements HoldReleaser {
     this.shutdown.end();
     const holds = this.watchdog.list().filter((hold) => !hold.ended);
     this.watchdog.stop();
+    this.doubt.stop();
     let failed = 0;
     let lastError: unknown;
     // The holders' own releases still under way are awaited too (each is bounded by the command timeout): the
@@ -281,17 +292,6 @@ export class HoldKeeper implements HoldReleaser {
         }),
     };
   }
-}
-
-/**
- * Whether a release that found `hold` gone may simply have reached Redis after its lease ran out: the hold was valid
- * when `release()` was called (so the critical section ended under the lock) and its local deadline passed while
- * the release was on its way (e.g. queued behind thousands of commands). The lock is free either way, as the
- * release wanted; it is not reported lost. Had Redis dropped it before that deadline, it would have been taken away
- * (`forceRelease`, data loss), which is a loss.
- */
-function ranOutInTransit(hold: Hold, calledAt: number): boolean {
-  return calledAt < hold.validUntil && performance.now() >= hold.validUntil;
 }
 
 function noop(): void {}

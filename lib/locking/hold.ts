@@ -55,6 +55,10 @@ export class Hold {
   holdAtLeastMs = 0;
   /** Called when a read finds the local lease deadline passed (set by the keeper: declares the hold lost). */
   onDeadline: ((hold: Hold) => void) | undefined;
+  /** Since when (performance.now) the hold is in doubt (see `HoldDoubt`); `undefined` while confirmed. */
+  doubtSince: number | undefined;
+  /** Told when the hold goes in doubt, back to held, or is lost (handles' `onStateChange`). */
+  private watchers: Set<() => void> | undefined;
 
   constructor(
     readonly owner: HoldOwner,
@@ -97,6 +101,25 @@ export class Hold {
   markLost(error: LockLostError): void {
     this.lost = error;
     this.controller?.abort(error);
+    this.changed();
+  }
+
+  /** Calls `watcher` on each change of the hold's state; returns the function that stops it. */
+  watch(watcher: () => void): () => void {
+    (this.watchers ??= new Set()).add(watcher);
+    return () => this.watchers?.delete(watcher);
+  }
+
+  /** Tells the watchers that the hold's state changed (a watcher that throws does not stop the others). */
+  changed(): void {
+    if (!this.watchers) return;
+    for (const watcher of [...this.watchers]) {
+      try {
+        watcher();
+      } catch {
+        // a state listener's failure is its own business
+      }
+    }
   }
 
   /**
@@ -113,4 +136,15 @@ export class Hold {
     this.checkDeadline();
     return !this.ended && !this.lost;
   }
+}
+
+/**
+ * Whether a release that found `hold` gone may simply have reached Redis after its lease ran out: the hold was valid
+ * when `release()` was called (so the critical section ended under the lock) and its local deadline passed while
+ * the release was on its way (e.g. queued behind thousands of commands). The lock is free either way, as the
+ * release wanted; it is not reported lost. Had Redis dropped it before that deadline, it would have been taken away
+ * (`forceRelease`, data loss), which is a loss.
+ */
+export function ranOutInTransit(hold: Hold, calledAt: number): boolean {
+  return calledAt < hold.validUntil && performance.now() >= hold.validUntil;
 }

@@ -45,6 +45,9 @@ export type HeldTooLongEvent = LockEventBase & {
   readonly holders: readonly LockHolderIdentity[];
 };
 
+/** Why holds went in doubt: the command connection dropped, or Redis did not answer the liveness check in time. */
+export type DoubtReason = 'connection-lost' | 'no-answer';
+
 /** Payload of every event, by event name. */
 export interface LockEvents {
   /** A hold began or was re-entered. `waitedMs`: time spent waiting, in milliseconds. */
@@ -57,6 +60,14 @@ export interface LockEvents {
   timeout: LockEventBase & { readonly waitedMs: number };
   /** A held lock was lost; `heldMs` since it was acquired. */
   lost: LockEventBase & { readonly heldMs: number; readonly error: LockLostError };
+  /**
+   * A hold went in doubt: the command connection to Redis dropped (`reason: 'connection-lost'`) or Redis did not answer
+   * the liveness check (`'no-answer'`: paused, a network black hole). It may still be valid, for `leftMs` more at most
+   * (its conservative local lease deadline); pause writes. Followed by `reconnected` or `lost`. Once per doubt.
+   */
+  'in-doubt': LockEventBase & { readonly reason: DoubtReason; readonly leftMs: number };
+  /** A hold in doubt was confirmed (a renewal succeeded before its local deadline) after `doubtMs` milliseconds. */
+  reconnected: LockEventBase & { readonly doubtMs: number };
   /** The deadlock alarm (see `HeldTooLongEvent`). */
   'held-too-long': HeldTooLongEvent;
   /**

@@ -1,5 +1,5 @@
 import { LockNotHeldError } from '../errors/lock-not-held.error.js';
-import type { LockHandle, LockMode } from '../types/lock.types.js';
+import type { HoldState, LockHandle, LockMode } from '../types/lock.types.js';
 import { checkedOnRead } from '../common/checked-signal.js';
 import type { Hold } from './hold.js';
 import type { LockOwner } from './owner-context.js';
@@ -19,6 +19,8 @@ export class LockHandleImpl implements LockHandle {
   readonly token: string;
   readonly fencingToken: number;
   private released = false;
+  /** The state when it was released: `'lost'` stays lost, anything else is `'released'`. */
+  private final: HoldState | undefined;
   private combinedSignal: AbortSignal | undefined;
 
   constructor(
@@ -57,9 +59,38 @@ export class LockHandleImpl implements LockHandle {
     );
   }
 
+  /**
+   * `'released'` (`'lost'` if it was lost before), `'lost'` (any hold lost or past its local deadline), `'in-doubt'`
+   * (any hold in doubt), else `'held'`.
+   */
+  get state(): HoldState {
+    if (this.final) return this.final;
+    let doubt = false;
+    for (const h of this.holds) {
+      h.checkDeadline();
+      if (h.lost) return 'lost';
+      if (h.doubtSince !== undefined) doubt = true;
+    }
+    return doubt ? 'in-doubt' : 'held';
+  }
+
+  /** Calls `listener` with the new state each time it changes (in doubt, held again, lost) until released. */
+  onStateChange(listener: (state: HoldState) => void): () => void {
+    let last = this.state;
+    const changed = (): void => {
+      const now = this.state;
+      if (now === last) return;
+      last = now;
+      if (now !== 'released') listener(now);
+    };
+    const stops = this.holds.map((h) => h.watch(changed));
+    return () => stops.forEach((stop) => stop());
+  }
+
   /** Releases every hold at once (one round trip each, in parallel): settles within one command timeout. */
   async release(): Promise<boolean> {
     if (this.released) return false;
+    this.final = this.state === 'lost' ? 'lost' : 'released';
     this.released = true;
     const results = await Promise.allSettled([...this.holds].reverse().map((hold) => this.releaser.releaseHold(hold)));
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');

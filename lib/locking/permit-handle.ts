@@ -1,4 +1,4 @@
-import type { LockHandle } from '../types/lock.types.js';
+import type { HoldState, LockHandle } from '../types/lock.types.js';
 import type { PermitHandle } from '../types/permit.types.js';
 
 /** A permit: the handle of its one hold, with the semaphore's limit. */
@@ -21,6 +21,14 @@ export class PermitHandleImpl implements PermitHandle {
 
   get isHeld(): boolean {
     return this.hold.isHeld;
+  }
+
+  get state(): HoldState {
+    return this.hold.state;
+  }
+
+  onStateChange(listener: (state: HoldState) => void): () => void {
+    return this.hold.onStateChange(listener);
   }
 
   release(): Promise<boolean> {

@@ -16,6 +16,8 @@ export interface WatchdogListener {
    * the closest `leftMs` before its local deadline.
    */
   behind(late: number, sent: number, leftMs: number): void;
+  /** A renewal of `hold`, which is in doubt (`doubtSince` set), was confirmed. */
+  confirmed?(hold: Hold): void;
 }
 
 /** Tuning of the renewal pipeline. */
@@ -78,6 +80,16 @@ export class Watchdog {
       this.clearTimer();
       this.queue = [];
       this.next = 0;
+    }
+  }
+
+  /** Renews `holds` (those kept, with `autoExtend`, and no renewal in flight) at the next tick, now. */
+  renewSoon(holds: readonly Hold[]): void {
+    const now = performance.now();
+    for (const hold of holds) {
+      if (!this.holds.has(hold) || !hold.autoExtend || hold.renewing) continue;
+      if (hold.nextRenewAt > now) hold.nextRenewAt = now;
+      this.scheduleAt(now);
     }
   }
 
@@ -179,6 +191,7 @@ export class Watchdog {
           hold.validUntil = sentAt + hold.leaseMs;
           hold.nextRenewAt = sentAt + hold.leaseMs / 3;
           this.scheduleAt(hold.nextRenewAt);
+          if (hold.doubtSince !== undefined) this.listener.confirmed?.(hold);
         } else {
           this.holds.delete(hold);
           if (!hold.ended) this.listener.lost(hold, 'not-in-redis');

@@ -52,6 +52,11 @@ export class BoundedLockStore implements LockStore {
     private readonly timeoutMs: number,
   ) {}
 
+  /** When Redis last answered a call of this store (performance.now()). */
+  get lastAnswer(): number {
+    return this.lastAnswerAt;
+  }
+
   lock(key: string): LockRef {
     return this.inner.lock(key);
   }

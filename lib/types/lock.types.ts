@@ -41,6 +41,14 @@ export interface AcquireOptions {
   readonly holdAtLeastMs?: number;
 }
 
+/**
+ * Where a hold stands. `'held'`: its lease is confirmed. `'in-doubt'`: the connection to Redis dropped or went silent
+ * while it was held: it may still be valid (until its local lease deadline) but cannot be confirmed now, so long work
+ * should pause its writes; it goes back to `'held'` when a renewal succeeds before that deadline, otherwise to
+ * `'lost'`. `'lost'`: lost while held (`signal` aborted). `'released'`: released by its holder.
+ */
+export type HoldState = 'held' | 'in-doubt' | 'lost' | 'released';
+
 /** A held lock (one or several keys, all or nothing). */
 export interface LockHandle {
   /** The lock key; for a multi-key lock, the first key in lock order. */
@@ -62,8 +70,18 @@ export interface LockHandle {
   readonly fencingTokens: Readonly<Record<string, number>>;
   /** Aborted with a `LockLostError` when the lock is lost while held. */
   readonly signal: AbortSignal;
-  /** `true` while this handle has not been released and the lock has not been lost. */
+  /** `true` while this handle has not been released and the lock has not been lost (also while it is in doubt). */
   readonly isHeld: boolean;
+  /**
+   * `'held'`, `'in-doubt'` (the connection to Redis dropped or went silent: pause writes until it is `'held'` again),
+   * `'lost'` or `'released'`. A lock on several keys is in doubt while any of them is, lost when any of them is.
+   */
+  readonly state: HoldState;
+  /**
+   * Calls `listener` with the new `state` each time it changes while held: `'in-doubt'`, back to `'held'`, `'lost'`.
+   * Returns the function that stops listening.
+   */
+  onStateChange(listener: (state: HoldState) => void): () => void;
   /** Whether this acquisition re-entered a hold the owner context already had. */
   readonly reentrant: boolean;
   /**

@@ -1,4 +1,4 @@
-import type { LockHolderInfo } from './lock.types.js';
+import type { HoldState, LockHolderInfo } from './lock.types.js';
 
 /** Options of `acquirePermit` / `tryAcquirePermit` / `withPermit` / `@Semaphore`. */
 export interface PermitOptions {
@@ -34,8 +34,12 @@ export interface PermitHandle {
   readonly fencingToken: number;
   /** Aborts when the permit is lost (lease ran out, force-released, Redis lost it). */
   readonly signal: AbortSignal;
-  /** Not released, and not lost. */
+  /** Not released, and not lost (also while it is in doubt). */
   readonly isHeld: boolean;
+  /** `'held'`, `'in-doubt'`, `'lost'` or `'released'`, as a lock's (`LockHandle.state`). */
+  readonly state: HoldState;
+  /** Calls `listener` with the new `state` each time it changes while held; returns the function that stops it. */
+  onStateChange(listener: (state: HoldState) => void): () => void;
   /** Gives the permit back; `false` if it was no longer held. */
   release(): Promise<boolean>;
   /** Makes the lease run `ms` (default: its lease) from now. @throws {LockNotHeldError} when no longer held. */

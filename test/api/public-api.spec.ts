@@ -128,6 +128,7 @@ describe('public API (emitted .d.ts)', () => {
       'Locked',
       'LockError',
       'LockHandle',
+      'HoldState',
     ]) {
       expect(exported.has(name)).toBe(true);
     }
@@ -139,6 +140,7 @@ describe('public API (emitted .d.ts)', () => {
       'LockKind',
       'HeldTooLongEvent',
       'LockHolderIdentity',
+      'DoubtReason',
     ]) {
       expect(exported.has(name)).toBe(true);
     }
@@ -151,6 +153,7 @@ describe('public API (emitted .d.ts)', () => {
       'WaitingRoom',
       'Acquirer',
       'HoldKeeper',
+      'HoldDoubt',
       'LockRegistry',
       'LockInterceptor',
     ]) {

@@ -33,6 +33,7 @@ interface Piped {
 export class RedisProxy {
   private readonly piped = new Set<Piped>();
   private readonly holds = new Set<Hold>();
+  private refusing = false;
 
   private constructor(
     private readonly server: Server,
@@ -79,6 +80,24 @@ export class RedisProxy {
     for (const hold of [...this.holds]) this.releaseHold(hold);
   }
 
+  /**
+   * Cuts every connection through the proxy (both sockets destroyed: the client sees its connection close, as after
+   * a network reset). With `refuse`, connections made afterwards are cut at once too, until `heal()`.
+   */
+  cut({ refuse = false }: { readonly refuse?: boolean } = {}): void {
+    this.refusing = refuse;
+    for (const p of [...this.piped]) {
+      p.client.destroy();
+      p.server.destroy();
+    }
+    this.piped.clear();
+  }
+
+  /** Lets new connections through again after `cut({ refuse: true })`. */
+  heal(): void {
+    this.refusing = false;
+  }
+
   /** Closes every connection and stops listening. */
   async close(): Promise<void> {
     this.holds.clear();
@@ -101,6 +120,10 @@ export class RedisProxy {
   }
 
   private pipe(client: Socket): void {
+    if (this.refusing) {
+      client.destroy();
+      return;
+    }
     const server = connect(this.targetPort, HOST);
     const p: Piped = { client, server, held: undefined };
     this.piped.add(p);
