@@ -96,6 +96,23 @@ describe.each(DRIVERS)('the %s driver when Redis fails', (name: DriverName) => {
     await after.release();
   }, 20_000);
 
+  it('puts a hold in doubt while Redis is paused, and back to held when it answers again before the lease ends', async () => {
+    const e = engine({ leaseMs: 3_000 });
+    const held = await e.acquire('doubt:1');
+    const seen: string[] = [];
+    held.onStateChange((state) => seen.push(state));
+    const pausedAt = performance.now();
+    server.pause();
+    await until(() => held.state === 'in-doubt', 1_000 + SLACK_MS, 'in doubt');
+    expect(performance.now() - pausedAt).toBeLessThan(1_000 + SLACK_MS);
+    await sleep(500);
+    server.resume();
+    await until(() => held.state === 'held', 2_500, 'held again');
+    expect(seen).toEqual(['in-doubt', 'held']);
+    expect(held.signal.aborted).toBe(false);
+    await held.release();
+  }, 15_000);
+
   it('names an ACL denial (NOPERM read by its code, whatever the client did to the message)', async () => {
     const prefix = uniquePrefix('acl');
     await admin.call('ACL', 'SETUSER', `nolua-${name}`, 'on', '>pw', '~*', '&*', '+@all', '-evalsha', '-eval');
