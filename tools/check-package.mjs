@@ -6,7 +6,8 @@
 //     and to types of the matching format under node10, node16 from CommonJS, node16 from ESM and bundler.
 //     No problem kind is ignored.
 //   - Our own: what ships is what we mean to ship (LICENSE, README, CHANGELOG, both builds, lib/ sources without
-//     specs, nothing else), and every source map's `sources` resolve to a shipped file.
+//     specs, nothing else), its package.json has no install script (tools/pack-manifest.mjs), and every source
+//     map's `sources` resolve to a shipped file.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -15,6 +16,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { publint } from 'publint';
 import { formatMessage } from 'publint/utils';
+import { INSTALL_SCRIPTS, withPackManifest } from './pack-manifest.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
@@ -22,10 +24,13 @@ const work = mkdtempSync(join(tmpdir(), 'nest-redis-locks-pack-'));
 const failures = [];
 
 try {
-  const packed = spawnSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], {
-    cwd: root,
-    encoding: 'utf8',
-  });
+  // The package.json as `npm pack` packs it (prepack strips the repository's scripts), on the current build.
+  const packed = withPackManifest(() =>
+    spawnSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], {
+      cwd: root,
+      encoding: 'utf8',
+    }),
+  );
   if (packed.status !== 0) throw new Error(`npm pack failed:\n${packed.stderr}`);
   const tarball = join(work, JSON.parse(packed.stdout)[0].filename);
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
@@ -61,6 +66,10 @@ try {
     /^lib\/.+(?<!\.spec)\.ts$/,
   ];
   for (const f of files) if (!allowed.some((re) => re.test(f))) failures.push(`unexpected file in the package: ${f}`);
+  // A script an application's npm would run or flag at install ("not yet covered by allowScripts"): none.
+  const shippedScripts = JSON.parse(readFileSync(join(pkgRoot, 'package.json'), 'utf8')).scripts ?? {};
+  for (const name of INSTALL_SCRIPTS)
+    if (name in shippedScripts) failures.push(`the packed package.json has an install script: ${name}`);
   for (const f of [
     'LICENSE',
     'README.md',

@@ -136,7 +136,11 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv): CliOp
  * `-` and ends in an unclosed quote; name the option instead.
  */
 function parseArgsMessage(err: Error & { code?: string }): string {
-  const unknown = err.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /^Unknown option '([^']*)'/.exec(err.message) : null;
+  // The option runs to the quote before the hint (or the end): it may hold a quote itself (`--it's`).
+  const unknown =
+    err.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION'
+      ? /^Unknown option '(.*?)'(?:\. To specify|$)/m.exec(err.message)
+      : null;
   if (unknown) return `unknown option ${JSON.stringify(unknown[1])}`;
   return err.message.split('\n')[0];
 }

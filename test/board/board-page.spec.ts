@@ -169,6 +169,11 @@ describe('lock board page', () => {
     await page.locator('#filter').fill('user:');
     await untilKeys(page, (k) => k.join() === 'user:1', 'the filtered keys');
     expect(page.url()).toBe(`${app.origin}/locks/index.html?filter=user%3A`);
+    // The prefix and the filter as the application writes keys, without the hash-tag brace of the Redis keys.
+    const prefix = app.locks.engine.settings.keyPrefix;
+    expect(await page.locator('#locks-caption').innerText()).toBe(
+      `Held locks under ${prefix} whose key starts with user:`,
+    );
     await page.locator('#filter').fill('article:');
     await untilKeys(page, (k) => k.join() === 'article:1,article:2,article:3', 'article keys');
     await page.reload();

@@ -376,12 +376,13 @@ describe('nest-redis-locks (installed from the packed tarball)', () => {
     for (const args of [
       ['list', '--frobnicate'],
       ['inspect', 'k', '-x'],
+      ['list', "--it's"], // a quote in the option: named whole, not cut at the quote
     ]) {
       const r = await run(args);
       expect([args.join(' '), r.code]).toEqual([args.join(' '), 2]);
       expectOneLineError(r);
       const option = args[args.length - 1];
-      expect(r.stderr).toBe(`nest-redis-locks: unknown option "${option}" (see --help)\n`);
+      expect(r.stderr).toBe(`nest-redis-locks: unknown option ${JSON.stringify(option)} (see --help)\n`);
     }
   }, 60_000);
 

@@ -1,13 +1,17 @@
 // `npm run test:consumers`: installs the packed package into real applications, the way users install it,
 // and checks that it loads, type-checks and locks correctly there, against a real Redis.
 //
-//   1. `npm pack` the package once (its prepare script builds it) into test/consumers/.cache/.
+//   1. `npm pack` the package once (its prepack script builds it) into test/consumers/.cache/.
 // 2. For each app folder (and the node22/node24 folders, Node binaries from the npm registry's `node` package): `npm
 // ci` from its committed package-lock.json, skipped
 //      when node_modules was installed from the same lock file by the same Node and npm (a stamp file
 //      records that); then `npm install --no-save <tarball>`, every time.
+//      Installing the tarball must print no npm warning naming the package (an install script, an engine, a peer).
+//      test/consumers/ts7/ installs TypeScript 7 the same way (`npm ci`), for the checks that use it.
 //   3. Starts a throwaway redis-server (tools/redis-server.mjs) unless REDIS_URL is set.
-//   4. Runs each app's checks (below), the two apps side by side.
+//   4. Runs each app's checks (below), the two apps side by side. The quick starts (the README's in the nest11-cjs
+//      app, the ESM one of docs/consumers.md in the nest12-esm app) get a redis-server each, so that the answer to
+//      their first request is the one the documents show.
 //
 // Ends with one line `consumers: N passed, N failed` and exits non-zero when a check failed.
 // Each check's output is shown when it fails, or always with CONSUMERS_VERBOSE=1.
@@ -17,7 +21,7 @@
 /* global fetch */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -120,7 +124,12 @@ async function installApp(dir, packing) {
   const tarball = await packing;
   if (!tarball) throw new Error('no tarball to install: npm pack failed');
   rmSync(join(dir, 'node_modules', 'nest-redis-locks'), { recursive: true, force: true });
-  await npm(['install', '--no-save', tarball], dir);
+  const output = await npm(['install', '--no-save', tarball], dir);
+  const ours = String(output)
+    .split('\n')
+    .filter((line) => /^npm warn/i.test(line) && line.includes('nest-redis-locks'));
+  if (ours.length > 0)
+    throw Object.assign(new Error('installing the tarball printed npm warnings naming the package'), { output });
   return `${how}, then npm install --no-save ${tarball.slice(repo.length + 1)}`;
 }
 
@@ -166,6 +175,64 @@ async function startAndHit(nodeBin, dir, main, redisUrl) {
 
 const tsc = (dir, project) =>
   run(process.execPath, [join(dir, 'node_modules/typescript/bin/tsc'), '-p', project], { cwd: dir });
+
+/** TypeScript 7's tsc, from test/consumers/ts7/ (installed before the apps are checked). */
+const TS7_TSC = join(here, 'ts7', 'node_modules/typescript/bin/tsc');
+const tsc7 = (dir, project, ...args) => run(process.execPath, [TS7_TSC, '-p', project, ...args], { cwd: dir });
+
+/**
+ * A documented quick start, as written (test/docs/write-quick-start.ts writes its files), in the folder
+ * `.cache/quick-start-<app>/` whose node_modules is the app's (the installed tarball, the app's Nest): built with
+ * TypeScript 7's `tsc`, started with `node` against a redis-server of its own; the documented request must get the
+ * documented answer, byte for byte; SIGTERM stops it.
+ */
+async function runQuickStart(app, doc, section) {
+  const dir = join(cache, `quick-start-${app}`);
+  rmSync(dir, { recursive: true, force: true });
+  const written = await run(
+    process.execPath,
+    ['--import', './test/support/register-ts.mjs', 'test/docs/write-quick-start.ts', dir, doc, section],
+    { cwd: repo },
+  );
+  const { entry, method, path, answer } = JSON.parse(written.trim().split('\n').pop());
+  symlinkSync(join(here, app, 'node_modules'), join(dir, 'node_modules'), 'dir');
+  const built = await tsc7(dir, 'tsconfig.json'); // `npx tsc`
+  const redis = await startRedisServer();
+  try {
+    const port = await freePort();
+    const child = spawn(process.execPath, [entry], {
+      cwd: dir,
+      env: { ...process.env, PORT: String(port), REDIS_URL: redis.url },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = built;
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    const exited = new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal })));
+    const fail = (message) => Object.assign(new Error(message), { output: out });
+    try {
+      let res;
+      for (const deadline = Date.now() + 20_000; !res;) {
+        if (child.exitCode !== null || child.signalCode !== null)
+          throw fail(`exited with ${child.signalCode ?? child.exitCode} before answering`);
+        if (Date.now() > deadline) throw fail('did not answer within 20 s');
+        res = await fetch(`http://127.0.0.1:${port}${path}`, { method }).catch(() => sleep(100));
+      }
+      const text = await res.text();
+      if (text !== answer) throw fail(`${method} ${path} answered ${res.status} ${text}, the document shows ${answer}`);
+    } finally {
+      child.kill('SIGTERM');
+    }
+    const { code, signal } = await Promise.race([exited, sleep(10_000, { code: 'still running 10 s after SIGTERM' })]);
+    if (code !== 0 && signal !== 'SIGTERM') {
+      child.kill('SIGKILL');
+      throw fail(`did not stop on SIGTERM: ${signal ?? code}`);
+    }
+    return `${doc} "${section}" in ${dir.slice(repo.length + 1)}: ${method} ${path} -> ${answer}`;
+  } finally {
+    await redis.stop();
+  }
+}
 
 /**
  * The TypeScript blocks of README.md and docs/*.md for `shape` (`// ESM only` ones for esm only), written into
@@ -216,6 +283,14 @@ async function nest11(redisUrl) {
       tsc(dir, 'tsconfig.nodenext.json'),
     ),
     check('nest11-cjs: tsc, module/moduleResolution node16', () => tsc(dir, 'tsconfig.node16.json')),
+    // TypeScript 7 removed baseUrl, which the starter sets: tsconfig.ts7.json is the starter's settings without it.
+    check('nest11-cjs: tsc, TypeScript 7, module commonjs (the starter without baseUrl), skipLibCheck off', () =>
+      tsc7(dir, 'tsconfig.ts7.json'),
+    ),
+    check(
+      'nest11-cjs: the README quick start as written (CommonJS), TypeScript 7: builds, starts, answers as shown',
+      () => runQuickStart('nest11-cjs', 'README.md', 'Quick start'),
+    ),
     check('nest11-cjs: every documentation snippet compiles (TypeScript 5.8, Nest 11 types)', () =>
       docSnippets(dir, 'commonjs'),
     ),
@@ -245,6 +320,14 @@ async function nest12(redisUrl, otherNodes) {
       needed: runs.some(selected),
     },
   );
+  await Promise.all([
+    check('nest12-esm: tsc, nodenext (ESM), TypeScript 7, skipLibCheck off', () =>
+      tsc7(dir, 'tsconfig.json', '--noEmit'),
+    ),
+    check('nest12-esm: the ESM quick start as written, TypeScript 7: builds, starts, answers as shown', () =>
+      runQuickStart('nest12-esm', 'docs/consumers.md', 'ESM quick start'),
+    ),
+  ]);
   if (!compiled || !runs.some(selected)) return;
   const tests = readdirSync(join(dir, 'dist/test'))
     .filter((f) => f.endsWith('.test.js'))
@@ -267,7 +350,7 @@ try {
   for (const f of readdirSync(cache)) if (f.endsWith('.tgz')) rmSync(join(cache, f));
   let tarball;
   const packing = check(
-    'npm pack (its prepare script builds the package)',
+    'npm pack (its prepack script builds the package)',
     async () => {
       const out = await npm(['pack', '--json', '--pack-destination', cache], repo);
       const [packed] = JSON.parse(out.slice(out.indexOf('[\n')));
@@ -281,6 +364,9 @@ try {
     ...APPS.filter(wanted).map((app) =>
       check(`${app}: install`, () => installApp(join(here, app), packing), { needed: true }),
     ),
+    check('ts7: install TypeScript 7 from the npm registry', () => installDependencies(join(here, 'ts7')), {
+      needed: true,
+    }),
     ...(wanted('nest12-esm') ? NODE_MAJORS : []).map((major) =>
       check(
         `node${major}: install Node ${major} from the npm registry (package node)`,

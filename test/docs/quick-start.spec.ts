@@ -1,42 +1,37 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import ts from 'typescript';
 import { freePort, startRedisServer } from '../../tools/redis-server.mjs';
 import { until } from '../support/async.js';
 import { keysUnder } from '../support/redis.js';
-import { codeBlocks, projectDocs } from './markdown.js';
-import { assertBuilt, consumerProject, snippetsOf } from './snippets.js';
+import { QUICK_STARTS, quickStart, request, writeQuickStart } from './quick-start.js';
+import { assertBuilt, consumerProject } from './snippets.js';
 
-/** The README's quick start, as a reader follows it: its commands, files, request and answer. */
-function quickStart() {
-  const readme = projectDocs().find((d) => d.path === 'README.md')!;
-  const blocks = codeBlocks(readme.text).filter((b) => b.section === 'Quick start');
-  const shell = blocks.filter((b) => b.lang === 'bash').flatMap((b) => b.code.split('\n').map((l) => l.trim()));
-  const installed = shell
-    .filter((l) => l.startsWith('npm install'))
-    .flatMap((l) => l.split(/\s+/).slice(2))
-    .filter((w) => !w.startsWith('-'))
-    .map((w) => (w.startsWith('github:') ? w.split('/').pop()! : w.replace(/(.)@[^/]*$/, '$1')));
-  const files = snippetsOf([readme]).filter((s) => s.block.section === 'Quick start' && s.file);
-  const tsconfig = blocks.find((b) => b.lang === 'json');
-  const run = shell.find((l) => /\bnode \S+\.js\b/.test(l));
-  const curl = shell.find((l) => l.startsWith('curl '));
-  const answer = blocks.find((b) => b.lang === 'text');
-  return { shell, installed, files, tsconfig, run, curl, answer };
-}
-
-describe('README quick start, run as written', () => {
+describe.each(QUICK_STARTS)('$doc "$section", run as written', ({ doc, section }) => {
   const cleanups: (() => unknown)[] = [];
   afterEach(async () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   }, 30_000);
 
-  const q = quickStart();
+  const q = quickStart(doc, section);
+
+  it('is the shape it says: CommonJS as `nest new` makes it in the README, ESM in docs/consumers.md', () => {
+    const tsconfig = JSON.parse(q.tsconfig ?? '{}') as { compilerOptions?: { module?: string } };
+    const imports = q.files.flatMap((f) => [...f.block.code.matchAll(/from '(\.[^']*)'/g)].map((m) => m[1]));
+    expect(imports.length).toBeGreaterThan(0);
+    if (doc === 'README.md') {
+      expect([q.type, tsconfig.compilerOptions?.module]).toEqual(['commonjs', 'commonjs']);
+      expect(imports.filter((i) => i.endsWith('.js'))).toEqual([]); // as `nest new` writes them
+    } else {
+      expect([q.type, tsconfig.compilerOptions?.module]).toEqual(['module', 'nodenext']);
+      expect(imports.filter((i) => !i.endsWith('.js'))).toEqual([]);
+    }
+  });
 
   it('has what a reader needs: install commands, tsconfig.json, the source files, a start command, a request and its answer', () => {
     expect(q.installed.length).toBeGreaterThan(0);
@@ -65,15 +60,11 @@ describe('README quick start, run as written', () => {
     assertBuilt();
     const dir = mkdtempSync(join(tmpdir(), 'nest-redis-locks-quick-start-'));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-    consumerProject(dir, q.shell.some((l) => l.includes('npm pkg set type=module')) ? 'esm' : 'commonjs');
-    writeFileSync(join(dir, 'tsconfig.json'), q.tsconfig!.code);
-    for (const f of q.files) {
-      mkdirSync(join(dir, dirname(f.file!)), { recursive: true });
-      writeFileSync(join(dir, f.file!), f.block.code);
-    }
+    consumerProject(dir, q.type === 'module' ? 'esm' : 'commonjs');
+    writeQuickStart(q, dir);
 
     // `npx tsc`
-    const config = ts.parseJsonConfigFileContent(JSON.parse(q.tsconfig!.code), ts.sys, dir);
+    const config = ts.parseJsonConfigFileContent(JSON.parse(q.tsconfig!), ts.sys, dir);
     const program = ts.createProgram(config.fileNames, config.options);
     const emitted = program.emit();
     const problems = [...ts.getPreEmitDiagnostics(program), ...emitted.diagnostics].map((d) =>
@@ -84,7 +75,7 @@ describe('README quick start, run as written', () => {
     // A Redis of its own, and two instances of the app: `node dist/main.js` with PORT set.
     const server = await startRedisServer();
     cleanups.push(() => server.stop());
-    const entry = /\bnode (\S+\.js)\b/.exec(q.run!)![1];
+    const { entry, method, path } = request(q);
     const ports = [await freePort(), await freePort()];
     const apps: ChildProcess[] = ports.map((port) => {
       const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), REDIS_URL: server.url };
@@ -106,11 +97,9 @@ describe('README quick start, run as written', () => {
     }
 
     // The documented curl, against the first instance: the documented answer, byte for byte.
-    const [, method, url] = /curl\s+-X\s+(\w+)\s+(\S+)/.exec(q.curl!)!;
-    const target = new URL(url);
-    const at = (port: number) => `http://127.0.0.1:${port}${target.pathname}`;
+    const at = (port: number) => `http://127.0.0.1:${port}${path}`;
     const first = await fetch(at(ports[0]), { method });
-    expect(await first.text()).toBe(q.answer!.code.trim());
+    expect(await first.text()).toBe(q.answer);
 
     // "send requests to both at once: the count stays exact": 40 concurrent requests over the two instances.
     const answers = await Promise.all(
@@ -122,7 +111,7 @@ describe('README quick start, run as written', () => {
     expect(counts).toEqual(Array.from({ length: 40 }, (_, i) => i + 2)); // each request saw its own count
     const redis = new Redis(server.url);
     cleanups.push(() => redis.quit());
-    const id = target.pathname.split('/')[2];
+    const id = path.split('/')[2];
     expect(await redis.get(`likes:${id}`)).toBe('41');
 
     // SIGTERM stops both (enableShutdownHooks), leaving no lock behind.

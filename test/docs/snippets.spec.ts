@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { projectDocs } from './markdown.js';
-import { FRAGMENT_MARKER, assertBuilt, compileSnippets, snippetsOf } from './snippets.js';
+import { COMMONJS_MARKER, FRAGMENT_MARKER, assertBuilt, compileSnippets, snippetsOf } from './snippets.js';
 import type { Shape } from './snippets.js';
 
 /** Every TypeScript block of README.md and docs/*.md compiles as users compile it (see snippets.ts). */
@@ -62,6 +62,17 @@ describe('documentation snippets', () => {
       expect(
         compileSnippets(doc(ts(`// ESM only: top-level await\n${code}`)), 'commonjs', join(work, 'tla-marked')),
       ).toEqual([]);
+    });
+
+    it('a relative import without .js fails as ESM unless the block is marked CommonJS only', () => {
+      const text = (before: string) =>
+        ts(`// src/a.ts\nexport const a = 1;`) +
+        ts(`// src/b.ts\nimport { a } from './a';\nexport const b = a;`, before);
+      expect(compileSnippets(doc(text('')), 'esm', join(work, 'extensionless-esm')).join('\n')).toMatch(
+        /^docs\/broken\.md:13 \(esm\): TS2835 /,
+      );
+      expect(compileSnippets(doc(text('')), 'commonjs', join(work, 'extensionless-cjs'))).toEqual([]);
+      expect(compileSnippets(doc(text(COMMONJS_MARKER)), 'esm', join(work, 'extensionless-marked'))).toEqual([]);
     });
 
     it('blocks naming a file form one project; a fragment marker leaves a block out', () => {

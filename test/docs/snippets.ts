@@ -8,6 +8,8 @@
 // - a block whose first line is `// <path>.ts` (e.g. `// src/app.module.ts`) is that file of the document's one
 //   project: the blocks of a project are compiled together, so they may import each other;
 // - a block whose first line starts with `// ESM only` (top-level await, …) is compiled only as ESM;
+// - `<!-- snippet: commonjs only -->` on the last line before the fence compiles a block only as CommonJS (the files
+//   of a `nest new`-shaped project, whose relative imports have no `.js`);
 // - `<!-- snippet: fragment -->` on the last line before the fence leaves a block out (a fragment on purpose).
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
@@ -25,10 +27,14 @@ export interface Snippet {
   /** `// <path>.ts` on the first line: a file of the document's project. */
   readonly file: string | undefined;
   readonly esmOnly: boolean;
+  readonly commonjsOnly: boolean;
 }
 
 /** The marker that leaves a block out. */
 export const FRAGMENT_MARKER = '<!-- snippet: fragment -->';
+
+/** The marker that compiles a block only as CommonJS. */
+export const COMMONJS_MARKER = '<!-- snippet: commonjs only -->';
 
 /** Every TypeScript block of `docs` that is not marked as a fragment. */
 export function snippetsOf(docs: readonly Doc[]): Snippet[] {
@@ -42,6 +48,7 @@ export function snippetsOf(docs: readonly Doc[]): Snippet[] {
           block,
           file: /^\/\/\s*([\w@./-]+\.ts)\s*$/.exec(first)?.[1],
           esmOnly: /^\/\/\s*ESM only\b/i.test(first),
+          commonjsOnly: block.before === COMMONJS_MARKER,
         };
       }),
   );
@@ -135,7 +142,7 @@ function sources(dir: string): string[] {
 export function writeSnippets(snippets: readonly Snippet[], shape: Shape, dir: string): Map<string, Snippet> {
   const origins = new Map<string, Snippet>();
   for (const [i, snippet] of snippets.entries()) {
-    if (snippet.esmOnly && shape !== 'esm') continue;
+    if ((snippet.esmOnly && shape !== 'esm') || (snippet.commonjsOnly && shape !== 'commonjs')) continue;
     const docDir = snippet.doc.replace(/\.md$/, '').replace(/[^\w-]+/g, '_');
     const path = snippet.file
       ? join(dir, docDir, 'project', snippet.file)

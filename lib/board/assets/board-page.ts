@@ -29,7 +29,7 @@ export const BOARD_HTML = `<!doctype html>
   <p id="summary" class="summary"></p>
   <div class="scroll" tabindex="0" aria-labelledby="locks-caption">
     <table id="locks">
-      <caption id="locks-caption">Held locks under <code id="prefix"></code></caption>
+      <caption id="locks-caption">Held locks under <code id="prefix"></code><span id="prefix-filter"></span></caption>
       <thead>
         <tr>
           <th scope="col">Kind</th>

@@ -43,7 +43,11 @@ const BOARD_JS_MAIN = String.raw`
 
   function render(view) {
     var snapshot = view.snapshot;
-    byId('prefix').textContent = snapshot.keyPrefix + (snapshot.filter ? '{' + snapshot.filter + '…' : '');
+    // The keys as the application names them: the prefix's hash-tag brace is the library's business.
+    byId('prefix').textContent = snapshot.keyPrefix;
+    var filtered = byId('prefix-filter');
+    filtered.textContent = '';
+    if (snapshot.filter) filtered.append(' whose key starts with ', el('code', {}, snapshot.filter));
     byId('instance').textContent =
       'Answered by ' + view.instance.host + ' pid ' + view.instance.pid + (view.instance.app ? ' (' + view.instance.app + ')' : '');
     var rows = byId('rows');
