@@ -7,8 +7,6 @@ export interface NodeRedisLike {
   readonly isReady?: boolean;
   connect(): Promise<unknown>;
   sendCommand(...args: never[]): Promise<unknown>;
-  on(event: string, listener: (...args: never[]) => void): unknown;
-  off(event: string, listener: (...args: never[]) => void): unknown;
 }
 
 /** The shape of a Valkey GLIDE client the library uses (`GlideClient`, `GlideClusterClient`). */

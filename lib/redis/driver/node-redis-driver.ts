@@ -16,6 +16,8 @@ type Listener = (message: string, channel: string) => void;
 
 /** The members of a node-redis client, cluster or sentinel the driver calls (all three are event emitters). */
 interface NodeRedisAny extends NodeRedisLike {
+  on(event: string, listener: (...args: never[]) => void): unknown;
+  off(event: string, listener: (...args: never[]) => void): unknown;
   readonly masters?: readonly { readonly address: string }[];
   readonly slots?: readonly ({ readonly master: { readonly address: string } } | undefined)[];
   nodeClient?(node: unknown): Promise<NodeRedisAny>;
