@@ -10,7 +10,7 @@ import { bounded, mapLimited } from '../common/async-limits.js';
 /** What the board and the CLI need of a lock engine (internal members included). */
 export type BoardEngine = Pick<
   LockEngine,
-  'settings' | 'inspect' | 'forceRelease' | 'inspectPermits' | 'forceReleasePermits' | 'scanConnections' | 'waitRecords'
+  'settings' | 'inspect' | 'forceRelease' | 'inspectPermits' | 'forceReleasePermits' | 'scanConnections' | 'activity'
 >;
 
 /** What a kind's `read` is given besides the keys. */
@@ -173,7 +173,7 @@ function lockEntry(
 function oldestOwnWaits(engine: BoardEngine): Map<string, number> {
   const now = performance.now();
   const ages = new Map<string, number>();
-  for (const wait of engine.waitRecords()) {
+  for (const wait of engine.activity().waits()) {
     const age = now - wait.startedAt;
     if (age > (ages.get(wait.key) ?? -1)) ages.set(wait.key, age);
   }
