@@ -53,7 +53,12 @@ export type {
   LockHolderIdentity,
 } from './locking/lock-events.js';
 export { attachLockMetrics, LOCK_METRICS } from './observability/lock-metrics.js';
-export type { LockMetricsOptions, MeterLike } from './observability/lock-metrics.js';
+export type {
+  LockMetricsOptions,
+  MeterLike,
+  ObservableGaugeLike,
+  ObservableResultLike,
+} from './observability/lock-metrics.js';
 export type { RedisConnectionInput } from './redis/connection.js';
 export type { GlideClientLike, NodeRedisLike } from './redis/driver/client-family.js';
 export { MAX_KEY_BYTES } from './redis/key-layout.js';

@@ -7,6 +7,7 @@ import { ArticlesController } from './articles/articles.controller.js';
 import { ARTICLES_REDIS } from './articles/articles.redis.js';
 import { ArticlesService } from './articles/articles.service.js';
 import { DigestJob } from './jobs/digest.job.js';
+import { ChangesRelay } from './jobs/changes-relay.js';
 import { lockBoardFromEnv } from './locks/lock-board.js';
 import { LocksController } from './locks/locks.controller.js';
 
@@ -43,6 +44,7 @@ export class AppModule {
         ArticlesRedisCloser,
         ArticlesService,
         DigestJob,
+        ChangesRelay,
       ],
     };
   }

@@ -1,6 +1,7 @@
 import type { CanActivate, ModuleMetadata, Type } from '@nestjs/common';
 import { LockConfigError } from '../errors/lock-config.error.js';
 import { DEFAULT_RECENT_EVENTS } from './recent-events.js';
+import { LOAD_HISTORY_WINDOW_MS } from './load-history.js';
 
 /** A guard for the board: a class (resolved by Nest in the board's module) or an instance. */
 export type LockBoardGuard = CanActivate | Type<CanActivate>;
@@ -48,6 +49,12 @@ export interface LockBoardSettingsOptions {
   readonly scanBudgetMs?: number;
   /** Recent events of this process kept for the page. Default `50`. */
   readonly recentEvents?: number;
+  /**
+   * How often this instance samples its holds and waiters per kind for the page's chart, in milliseconds; the samples
+   * of the last fifteen minutes are kept (at most 900). Default `10_000` (90 samples). `0`: no samples kept; the
+   * page then charts only what it saw while open.
+   */
+  readonly historySampleMs?: number;
   /** Called after every force release (an audit hook); what it throws or rejects with is logged, never answered. */
   readonly onForceRelease?: (event: LockBoardForceRelease) => void | Promise<void>;
 }
@@ -85,6 +92,7 @@ export interface LockBoardSettings {
   readonly scanCount: number;
   readonly scanBudgetMs: number;
   readonly recentEvents: number;
+  readonly historySampleMs: number;
   readonly onForceRelease: LockBoardSettingsOptions['onForceRelease'];
 }
 
@@ -97,6 +105,7 @@ export const DEFAULT_LOCK_BOARD_SETTINGS = Object.freeze({
   scanCount: 1_000,
   scanBudgetMs: 1_000,
   recentEvents: DEFAULT_RECENT_EVENTS,
+  historySampleMs: 10_000,
 });
 
 const SEGMENT = /^[A-Za-z0-9._~-]+$/;
@@ -128,6 +137,8 @@ export function resolveBoardSettings(options: LockBoardSettingsOptions = {}): Lo
     }
     return value;
   };
+  const sampleMs = (value: unknown): number =>
+    value === 0 ? 0 : count('historySampleMs', value, 100, LOAD_HISTORY_WINDOW_MS);
   const onForceRelease = options.onForceRelease;
   if (onForceRelease !== undefined && typeof onForceRelease !== 'function') {
     throw new LockConfigError('invalid onForceRelease: expected a function', 'onForceRelease');
@@ -139,6 +150,7 @@ export function resolveBoardSettings(options: LockBoardSettingsOptions = {}): Lo
     scanCount: count('scanCount', options.scanCount ?? d.scanCount, 10, 100_000),
     scanBudgetMs: count('scanBudgetMs', options.scanBudgetMs ?? d.scanBudgetMs, 10, 600_000),
     recentEvents: count('recentEvents', options.recentEvents ?? d.recentEvents, 0, 10_000),
+    historySampleMs: sampleMs(options.historySampleMs ?? d.historySampleMs),
     onForceRelease,
   });
 }

@@ -7,6 +7,8 @@ import { LockService } from '../nest/lock.service.js';
 import { BOARD_KINDS } from '../read-model/kinds.js';
 import type { BoardEngine } from '../read-model/kinds.js';
 import { RecentEvents } from './recent-events.js';
+import { LoadHistory } from './load-history.js';
+import type { BoardLoadHistory } from './load-history.js';
 import type { BoardEntry, BoardEvent, BoardSnapshot } from '../read-model/snapshot.types.js';
 import { BoardSnapshots } from '../read-model/snapshots.js';
 import { validateLockKey } from '../redis/key-layout.js';
@@ -24,6 +26,8 @@ export interface BoardView {
   readonly allowForceRelease: boolean;
   readonly refreshMs: number;
   readonly kinds: readonly string[];
+  /** This instance's holds and waiters per kind over the last fifteen minutes, and the deadlock alarm's moments. */
+  readonly load: BoardLoadHistory;
 }
 
 /** The outcome of a force release asked by a request. */
@@ -41,12 +45,14 @@ export class LockBoardService implements OnModuleInit, OnModuleDestroy {
   private engine: BoardEngine | undefined;
   private snapshots: BoardSnapshots | undefined;
   private readonly events: RecentEvents;
+  private readonly history: LoadHistory;
 
   constructor(
     @Inject(LOCK_BOARD_SETTINGS) readonly settings: LockBoardSettings,
     private readonly moduleRef: ModuleRef,
   ) {
     this.events = new RecentEvents(settings.recentEvents);
+    this.history = new LoadHistory(settings.historySampleMs);
   }
 
   onModuleInit(): void {
@@ -71,10 +77,12 @@ export class LockBoardService implements OnModuleInit, OnModuleDestroy {
       kinds: BOARD_KINDS,
     });
     if (this.settings.recentEvents > 0) this.events.attach(engine);
+    this.history.attach(engine);
   }
 
   onModuleDestroy(): void {
     this.events.detach();
+    this.history.detach();
   }
 
   /** The shared snapshot for `filter` with this instance's recent events. */
@@ -87,6 +95,7 @@ export class LockBoardService implements OnModuleInit, OnModuleDestroy {
       allowForceRelease: this.settings.allowForceRelease,
       refreshMs: this.settings.refreshMs,
       kinds: BOARD_KINDS.map((k) => k.name),
+      load: this.history.view(),
     };
   }
 

@@ -6,12 +6,12 @@ export class UsageError extends Error {
 }
 
 /** The commands of `nest-redis-locks`. */
-export type CliCommand = 'list' | 'inspect' | 'watch' | 'release';
+export type CliCommand = 'list' | 'inspect' | 'watch' | 'release' | 'leaders';
 
 /** What the command line asked for, defaults merged. */
 export interface CliOptions {
   readonly command: CliCommand | 'help' | 'version';
-  /** `list`/`watch`: the key prefix to filter on; `inspect`/`release`: the key. */
+  /** `list`/`watch`: the key prefix to filter on; `leaders`: the name prefix; `inspect`/`release`: the key. */
   readonly target: string;
   readonly urls: readonly string[];
   readonly topology: 'standalone' | 'cluster' | 'quorum';
@@ -45,6 +45,7 @@ Commands:
   inspect <key>             One lock: holders, lease left, fencing token, waiters
   watch [prefix]            list, refreshed every --interval until Ctrl-C
   release <key> --force     Free a lock whoever holds it (asks first on a terminal unless --yes)
+  leaders [prefix]          Leaders (@Leader, campaign) whose name starts with prefix: holder, term, since
 
 Options:
   --url <url>               redis:// or rediss:// URL; repeat for several nodes (default: $REDIS_URL, else ${CLI_DEFAULTS.url})
@@ -101,7 +102,8 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv): CliOp
   if (v.version) return { ...defaults(env), ...base, command: 'version' };
   const [command, target, ...extra] = positionals;
   if (command === undefined) throw new UsageError('no command given');
-  if (!['list', 'inspect', 'watch', 'release'].includes(command)) throw new UsageError(`unknown command "${command}"`);
+  if (!['list', 'inspect', 'watch', 'release', 'leaders'].includes(command))
+    throw new UsageError(`unknown command "${command}"`);
   if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}"`);
   if ((command === 'inspect' || command === 'release') && !target) throw new UsageError(`${command} needs a key`);
   if (command === 'release' && !v.force)

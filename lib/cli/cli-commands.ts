@@ -5,7 +5,8 @@ import type { CliOptions } from './cli-args.js';
 import { UsageError } from './cli-args.js';
 import { CliError } from './cli-connection.js';
 import type { CliSession } from './cli-connection.js';
-import { duration, formatEntry, formatSnapshot, printable } from './cli-format.js';
+import { duration, formatEntry, formatLeaders, formatSnapshot, printable } from './cli-format.js';
+import { LEADER_KEY_PREFIX } from '../leader/leader-options.js';
 
 /** Where the commands write, and how they read an answer (replaced in tests of the formatting). */
 export interface CliIo {
@@ -27,6 +28,8 @@ export async function runCommand(options: CliOptions, session: CliSession, io: C
       return watch(options, session, io);
     case 'release':
       return release(options, session, io);
+    case 'leaders':
+      return leaders(options, session, io);
     default:
       throw new UsageError(`unknown command "${options.command}"`);
   }
@@ -37,6 +40,14 @@ async function list(options: CliOptions, session: CliSession, io: CliIo): Promis
   if (options.json) io.out(JSON.stringify(snapshot, null, 2));
   else if (!snapshot.error) io.out(formatSnapshot(snapshot));
   if (snapshot.error) throw new CliError(`cannot list the locks at ${session.where}: ${snapshot.error}`);
+  return 0;
+}
+
+/** The leaders whose name starts with the prefix given: a scan of `leader:<prefix>…` (the keys, not every lock). */
+async function leaders(options: CliOptions, session: CliSession, io: CliIo): Promise<number> {
+  const snapshot = await session.snapshots.get(`${LEADER_KEY_PREFIX}${options.target}`);
+  if (snapshot.error) throw new CliError(`cannot list the leaders at ${session.where}: ${snapshot.error}`);
+  io.out(options.json ? JSON.stringify(snapshot.leaders, null, 2) : formatLeaders(snapshot, options.target));
   return 0;
 }
 

@@ -120,3 +120,24 @@ export function formatEntry(
   );
   return lines.join('\n');
 }
+
+/** The `leaders` table: name, holder, term, since (and how long, lease left, standbys). */
+export function formatLeaders(snapshot: BoardSnapshot, prefix: string): string {
+  const where = `${printable(snapshot.keyPrefix)}${prefix ? ` whose name starts with "${printable(prefix)}"` : ''}`;
+  if (snapshot.leaders.length === 0) return `no leader under ${where}.`;
+  const rows = snapshot.leaders.map((l) => [
+    printable(l.name),
+    printable(`${l.owner}@${l.host}:${l.pid}${l.app ? ` (${l.app})` : ''}`),
+    String(l.term),
+    l.since,
+    duration(l.heldMs),
+    duration(l.remainingLeaseMs),
+    String(l.standbys),
+  ]);
+  const lines = [table(['NAME', 'HOLDER', 'TERM', 'SINCE', 'FOR', 'LEASE', 'STANDBYS'], rows)];
+  const summary = [`${snapshot.leaders.length} leader(s) under ${where}`];
+  if (snapshot.more > 0) summary.push(`${snapshot.cut ? 'at least ' : ''}${snapshot.more} more, narrow the prefix`);
+  for (const f of snapshot.failures) summary.push(`master ${f.master} could not be scanned: ${printable(f.error)}`);
+  lines.push(`${summary.join('; ')}.`);
+  return lines.join('\n');
+}

@@ -5,7 +5,8 @@ import { LockService } from '../nest/lock.service.js';
 
 /**
  * `@nestjs/terminus` health indicator: pings Redis on the command connection and on the subscriber connection
- * that carries wake-ups. Import it from `nest-redis-locks/health` (kept out of the main entry so terminus stays
+ * that carries wake-ups. Its details also give this process's holds and waiters now, per kind (`holds`, `waiters`:
+ * `{ lock, semaphore, leader }`, the numbers of the `lock.holds` and `lock.waiters` gauges, read without Redis). Import it from `nest-redis-locks/health` (kept out of the main entry so terminus stays
  * optional) and add it to a module's providers next to `TerminusModule`.
  */
 @Injectable()
@@ -22,7 +23,14 @@ export class RedisLockHealthIndicator {
   ): Promise<HealthIndicatorResult<Key>> {
     const session = this.health.check(key);
     const status = await this.locks.ping(timeoutMs);
-    const data = { commandMs: status.commandMs, subscriberMs: status.subscriberMs, heldLocks: this.locks.heldCount };
+    const { holds, waiters } = this.locks.engine.activity().load();
+    const data = {
+      commandMs: status.commandMs,
+      subscriberMs: status.subscriberMs,
+      heldLocks: this.locks.heldCount,
+      holds,
+      waiters,
+    };
     if (status.command && status.subscriber) return session.up(data);
     return session.down({ ...data, message: status.error ?? 'Redis did not answer' });
   }

@@ -13,12 +13,15 @@ const MIN_LEADER_LEASE_MS = 100;
 /** Longest lease or delay accepted (ms): the Node timer limit. */
 const MAX_MS = 2_147_483_647;
 
+/** What every leadership's lock key starts with (`leader:<name>`). */
+export const LEADER_KEY_PREFIX = 'leader:';
+
 /** The lock key of leadership `name`: `leader:<name>`. @throws {LockKeyError} when it is not a valid lock key. */
 export function leaderKey(name: string): string {
   if (typeof name !== 'string' || name.length === 0) {
     throw new LockConfigError(`invalid leader name ${JSON.stringify(name)}: expected a non-empty string`, 'name');
   }
-  return validateLockKey(`leader:${name}`);
+  return validateLockKey(`${LEADER_KEY_PREFIX}${name}`);
 }
 
 /** `options` over the defaults, checked. @throws {LockConfigError} naming the option and the leader. */

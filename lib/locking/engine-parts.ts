@@ -10,6 +10,7 @@ import { HoldDoubt } from './hold-doubt.js';
 import { HoldKeeper } from './hold-keeper.js';
 import { Leftovers } from './leftovers.js';
 import { DeadlockAlarm, describeHeldTooLong } from './deadlock-alarm.js';
+import { EngineActivity } from './engine-activity.js';
 import { OutageRecheck } from './outage-recheck.js';
 import type { LockEventBus, LockLogger } from './lock-events.js';
 import type { LockEngineSettings } from './engine-settings.js';
@@ -37,6 +38,8 @@ export interface EngineParts {
   readonly permits: Permits;
   /** When waiters re-check their locks after an outage of the wake-up connection. */
   readonly recheck: OutageRecheck;
+  /** The holds and waits of this process right now (board, gauges, health). */
+  readonly activity: EngineActivity;
 }
 
 /**
@@ -118,5 +121,6 @@ export function assembleEngine(
     closed: hooks.closed,
     loseAll: (key, sentBefore, which) => keeper.loseAll(key, sentBefore, which),
   });
-  return { store, backend: opened.backend, keeper, room, acquirer, leftovers, alarm, permits, recheck };
+  const activity = new EngineActivity(keeper, room);
+  return { store, backend: opened.backend, keeper, room, acquirer, leftovers, alarm, permits, recheck, activity };
 }

@@ -17,7 +17,7 @@ import type { LockHandleImpl } from './lock-handle.js';
 import { DEFAULT_PING_TIMEOUT_MS, resolveEngineSettings, type LockEngineSettings } from './engine-settings.js';
 import { currentHandle, newInstanceId, runAsNewOwner, runInOwnerScope, runWithHandle } from './owner-context.js';
 import { runLocked } from './skipping.js';
-import type { WaitRecord } from './waiting.js';
+import type { EngineActivity } from './engine-activity.js';
 import type { Observable } from 'rxjs';
 
 export type { LockEngineOptions, ModeFixedOptions, SkipOptions, WaitOptions } from './engine-options.js';
@@ -198,9 +198,9 @@ export class LockEngine {
     return checkEngineServer(this.parts.backend, this.settings.commandTimeoutMs, this.logger);
   }
 
-  /** @internal The acquisitions of this engine waiting right now (the deadlock alarm's records). */
-  waitRecords(): Iterable<WaitRecord> {
-    return this.parts.room.records();
+  /** @internal This process's holds and waits right now, and their numbers per kind (board, gauges, health). */
+  activity(): EngineActivity {
+    return this.parts.activity;
   }
 
   /**

@@ -1,5 +1,18 @@
 import type { LockEngine } from '../locking/lock-engine.js';
 import type { LockLogger } from '../locking/lock-events.js';
+import { LOAD_KINDS } from '../locking/engine-activity.js';
+import type { LockLoad } from '../locking/engine-activity.js';
+
+/** What an observable gauge's callback is given (the part used here). */
+export interface ObservableResultLike {
+  observe(value: number, attributes?: Record<string, string>): void;
+}
+
+/** An OpenTelemetry observable gauge (the part used here). */
+export interface ObservableGaugeLike {
+  addCallback(callback: (result: ObservableResultLike) => void): void;
+  removeCallback(callback: (result: ObservableResultLike) => void): void;
+}
 
 /** The parts of an OpenTelemetry `Meter` used here (kept structural so `@opentelemetry/api` stays optional). */
 export interface MeterLike {
@@ -15,6 +28,8 @@ export interface MeterLike {
   ): {
     add(value: number, attributes?: Record<string, string>): void;
   };
+  /** Absent on an older or partial meter: the gauges are left out then, the rest is recorded. */
+  createObservableGauge?(name: string, options?: { description?: string; unit?: string }): ObservableGaugeLike;
 }
 
 /** Options of `attachLockMetrics` and of the module option `metrics`. */
@@ -35,13 +50,16 @@ export const LOCK_METRICS = Object.freeze({
   lost: 'lock.lost',
   heldTooLong: 'lock.held_too_long',
   skipped: 'lock.skipped',
+  holds: 'lock.holds',
+  waiters: 'lock.waiters',
 });
 
 /**
  * Records the engine's events as OpenTelemetry metrics: wait and hold time histograms (ms), counters for
  * acquisitions, contention, timeouts, lost locks, held-too-long alarms and skipped calls, tagged by `lock.kind`
- * (`'lock'`
- * or `'semaphore'`) and `lock.mode` (and `lock.key` when opted in). Returns a function that detaches it.
+ * (`'lock'` or `'semaphore'`) and `lock.mode` (and `lock.key` when opted in); and two observable gauges, the holds
+ * and the waiters of this process now, by `lock.kind` (`'lock'`, `'semaphore'` or `'leader'`), read when the meter
+ * collects. Returns a function that detaches it.
  */
 export function attachLockMetrics(
   engine: LockEngine,
@@ -85,7 +103,41 @@ export function attachLockMetrics(
     engine.on('held-too-long', (e) => heldTooLong.add(1, { ...attrs(e), 'lock.detected_by': e.detectedBy })),
     engine.on('skipped', (e) => skipped.add(1, { ...attrs(e), 'lock.skip_reason': e.reason })),
   ];
-  return () => offs.forEach((off) => off());
+  const detachGauges = attachLoadGauges(meter, () => engine.activity().load());
+  return () => {
+    offs.forEach((off) => off());
+    detachGauges();
+  };
+}
+
+/**
+ * The gauges `lock.holds` and `lock.waiters`: one data point per kind, zeros included (a dashboard sees 0, not a
+ * gap). Each collection walks this process's holds and waits once per gauge; nothing is kept between collections.
+ */
+function attachLoadGauges(meter: MeterLike, load: () => LockLoad): () => void {
+  if (typeof meter.createObservableGauge !== 'function') return () => undefined;
+  const holds = meter.createObservableGauge(LOCK_METRICS.holds, {
+    description: 'Holds this process keeps now (locks, permits, leaderships)',
+    unit: '{hold}',
+  });
+  const waiters = meter.createObservableGauge(LOCK_METRICS.waiters, {
+    description: 'Acquisitions of this process waiting now',
+    unit: '{waiter}',
+  });
+  const onHolds = (result: ObservableResultLike) => {
+    const now = load().holds;
+    for (const kind of LOAD_KINDS) result.observe(now[kind], { 'lock.kind': kind });
+  };
+  const onWaiters = (result: ObservableResultLike) => {
+    const now = load().waiters;
+    for (const kind of LOAD_KINDS) result.observe(now[kind], { 'lock.kind': kind });
+  };
+  holds.addCallback(onHolds);
+  waiters.addCallback(onWaiters);
+  return () => {
+    holds.removeCallback(onHolds);
+    waiters.removeCallback(onWaiters);
+  };
 }
 
 /** Whether this process has said that `@opentelemetry/api` is missing (said once, not at every start). */

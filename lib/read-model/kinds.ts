@@ -6,11 +6,12 @@ import type { LockInfo } from '../types/lock.types.js';
 import type { PermitInfo } from '../types/permit.types.js';
 import type { BoardEntry, BoardHolder, WaitAgeSource } from './snapshot.types.js';
 import { bounded, mapLimited } from '../common/async-limits.js';
+import { LEADER_KIND_NAME, isLeaderKey } from './leaders.js';
 
 /** What the board and the CLI need of a lock engine (internal members included). */
 export type BoardEngine = Pick<
   LockEngine,
-  'settings' | 'inspect' | 'forceRelease' | 'inspectPermits' | 'forceReleasePermits' | 'scanConnections' | 'waitRecords'
+  'settings' | 'inspect' | 'forceRelease' | 'inspectPermits' | 'forceReleasePermits' | 'scanConnections' | 'activity'
 >;
 
 /** What a kind's `read` is given besides the keys. */
@@ -122,8 +123,27 @@ export const SEMAPHORE_KIND: BoardKind = {
   },
 };
 
+/**
+ * Leaderships, by name: the lock `leader:<name>` is found and read by `LOCK_KIND`, which labels it `'leader'`; this
+ * kind serves the detail view and the force release (the leader's signal aborts at its next renewal, a standby takes
+ * over).
+ */
+export const LEADER_KIND: BoardKind = {
+  name: LEADER_KIND_NAME,
+  nameSuffix: '}',
+  keyOf() {
+    return undefined;
+  },
+  read(keys, context) {
+    return LOCK_KIND.read(keys, context);
+  },
+  forceRelease(key, engine) {
+    return engine.forceRelease(key);
+  },
+};
+
 /** The kinds the board and the CLI list, in the order a scanned name is offered to them. */
-export const BOARD_KINDS: readonly BoardKind[] = [LOCK_KIND, SEMAPHORE_KIND];
+export const BOARD_KINDS: readonly BoardKind[] = [LOCK_KIND, SEMAPHORE_KIND, LEADER_KIND];
 
 function lockEntry(
   info: LockInfo,
@@ -152,7 +172,7 @@ function lockEntry(
   const { holdWarningMs, waitWarningMs } = context;
   const permits = (info as { readonly permits?: string }).permits;
   return {
-    kind: permits ? 'semaphore' : 'lock',
+    kind: permits ? 'semaphore' : isLeaderKey(info.key) ? LEADER_KIND_NAME : 'lock',
     key: info.key,
     mode: permits ? `permits ${permits}` : info.mode,
     holders,
@@ -173,7 +193,7 @@ function lockEntry(
 function oldestOwnWaits(engine: BoardEngine): Map<string, number> {
   const now = performance.now();
   const ages = new Map<string, number>();
-  for (const wait of engine.waitRecords()) {
+  for (const wait of engine.activity().waits()) {
     const age = now - wait.startedAt;
     if (age > (ages.get(wait.key) ?? -1)) ages.set(wait.key, age);
   }

@@ -32,7 +32,9 @@ export type WaitAgeSource =
 
 /** One held key. */
 export interface BoardEntry {
-  /** What it is: `'lock'` (semaphores and other kinds add their own names). */
+  /**
+   * What it is: `'lock'`, `'semaphore'`, or `'leader'` (a lock on `leader:<name>`: leadership, see `leaders`).
+   */
   readonly kind: string;
   readonly key: string;
   /** `'write'` while a writer holds it, otherwise `'read'` (for a lock). */
@@ -56,6 +58,32 @@ export interface BoardEntry {
   };
 }
 
+/**
+ * The leader of one name (`@Leader`, `campaign`): the holder of the write lock `leader:<name>`, whose fencing token
+ * is the term.
+ */
+export interface BoardLeader {
+  /** The name campaigned for. */
+  readonly name: string;
+  /** Its lock key, `leader:<name>`. */
+  readonly key: string;
+  /** Owner context id of the term (`<instance id>:<n>`). */
+  readonly owner: string;
+  readonly app: string;
+  readonly host: string;
+  readonly pid: number;
+  /** The term: the fencing token of the leadership lock, strictly increasing across terms. */
+  readonly term: number;
+  /** When the term began (Redis server time), ISO 8601. */
+  readonly since: string;
+  /** How long it has led, in milliseconds, by Redis's clock. */
+  readonly heldMs: number;
+  /** Lease left, in milliseconds: a leader that died is replaced when it runs out. */
+  readonly remainingLeaseMs: number;
+  /** Campaigns waiting to take over (standbys registered in Redis, of every process). */
+  readonly standbys: number;
+}
+
 /** One master's part of a scan that failed. */
 export interface BoardScanFailure {
   /** `host:port` of the master. */
@@ -75,6 +103,8 @@ export interface BoardSnapshot {
   readonly filter: string;
   /** The held keys read, sorted by key. */
   readonly entries: readonly BoardEntry[];
+  /** The leaders among them (entries of kind `'leader'`), sorted by name. */
+  readonly leaders: readonly BoardLeader[];
   /** Held keys the scan found (read or not). */
   readonly found: number;
   /**

@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import type { BoardEngine, BoardKind, BoardReadContext } from './kinds.js';
 import type { BoardEntry, BoardSnapshot } from './snapshot.types.js';
 import { globEscape, scanKeys } from './key-scan.js';
+import { leadersOf } from './leaders.js';
 
 /** How snapshots are taken and shared (the board's and the CLI's options, defaults merged). */
 export interface SnapshotSettings {
@@ -97,11 +98,14 @@ export class BoardSnapshots {
       holdWarningMs: settings.holdWarningMs,
       waitWarningMs: settings.waitWarningMs,
     };
-    const finish = (rest: Omit<BoardSnapshot, keyof typeof base | 'takenAt' | 'durationMs'>): BoardSnapshot => ({
+    const finish = (
+      rest: Omit<BoardSnapshot, keyof typeof base | 'takenAt' | 'durationMs' | 'leaders'>,
+    ): BoardSnapshot => ({
       takenAt: new Date().toISOString(),
       durationMs: Math.round(performance.now() - started),
       ...base,
       ...rest,
+      leaders: leadersOf(rest.entries),
     });
     const connections = engine.scanConnections();
     if (connections.length === 0) {
@@ -195,5 +199,5 @@ export class BoardSnapshots {
 /** The entries of `snapshot` whose key starts with `filter`, as a snapshot of that filter. */
 function narrow(snapshot: BoardSnapshot, filter: string): BoardSnapshot {
   const entries = snapshot.entries.filter((e) => e.key.startsWith(filter));
-  return { ...snapshot, filter, entries, found: entries.length, more: 0 };
+  return { ...snapshot, filter, entries, leaders: leadersOf(entries), found: entries.length, more: 0 };
 }

@@ -1,11 +1,17 @@
 import { BadRequestException, Body, Controller, Get, HttpCode, Param, Post, Put } from '@nestjs/common';
-import { ReadLocked, Semaphore, WriteLocked } from '../../lib/index.js';
+import { LockService, ReadLocked, Semaphore, WriteLocked } from '../../lib/index.js';
+import type { LeaderInfo } from '../../lib/index.js';
+import { ChangesRelay } from '../jobs/changes-relay.js';
 import type { Article, UpdateArticleDto } from './article.dto.js';
 import { ArticlesService } from './articles.service.js';
 
 @Controller('articles')
 export class ArticlesController {
-  constructor(private readonly articles: ArticlesService) {}
+  constructor(
+    private readonly articles: ArticlesService,
+    private readonly relay: ChangesRelay,
+    private readonly locks: LockService,
+  ) {}
 
   /** Readers share the lock: many GETs of one article run at once, never during a PUT. */
   @Get(':id')
@@ -50,6 +56,13 @@ export class ArticlesController {
   @Get('exports/stats')
   exportStats(): Promise<{ maxRunning: number; done: number }> {
     return this.articles.exportStats();
+  }
+
+  /** Who relays the article changes now (the leader of `articles.relay`) and how far the relay got. */
+  @Get('relay/status')
+  async relayStatus(): Promise<{ leader: LeaderInfo | null; term: number; cursor: string; relayed: number }> {
+    const [leader, status] = await Promise.all([this.locks.leader('articles.relay'), this.relay.status()]);
+    return { leader, ...status };
   }
 
   /** The same without any lock, to show lost updates. Not something to copy. */

@@ -4,6 +4,7 @@ import { LockService, WriteLocked } from '../../lib/index.js';
 import type { Article, UpdateArticleDto } from './article.dto.js';
 import { ARTICLES_REDIS } from './articles.redis.js';
 import { StaleWriteException } from './stale-write.exception.js';
+import { CHANGES_STREAM } from '../jobs/changes-relay.js';
 
 const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -85,6 +86,8 @@ export class ArticlesService {
     const version = Number((await this.read(id, `articles:${id}`, ['HGET', 'version'])) ?? 0);
     await pause(1);
     await this.write(id, `articles:${id}`, ['HSET', 'title', dto.title, 'body', dto.body, 'version', version + 1]);
+    // The change, for the relay (the @Leader role): delivered to the feed by whichever instance leads.
+    await this.redis.xadd(CHANGES_STREAM, 'MAXLEN', '~', 10_000, '*', 'id', id, 'version', String(version + 1));
     return this.find(id);
   }
 

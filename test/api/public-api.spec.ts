@@ -144,6 +144,10 @@ describe('public API (emitted .d.ts)', () => {
     ]) {
       expect(exported.has(name)).toBe(true);
     }
+    // The meter's parts the metrics use, the observable gauges (lock.holds, lock.waiters) included.
+    for (const name of ['MeterLike', 'ObservableGaugeLike', 'ObservableResultLike', 'LOCK_METRICS']) {
+      expect(exported.has(name)).toBe(true);
+    }
     for (const name of [
       'Hold',
       'LockOwner',
@@ -156,6 +160,7 @@ describe('public API (emitted .d.ts)', () => {
       'HoldDoubt',
       'LockRegistry',
       'LockInterceptor',
+      'EngineActivity',
     ]) {
       expect(exported.has(name)).toBe(false);
     }
@@ -165,7 +170,14 @@ describe('public API (emitted .d.ts)', () => {
     const engine = ts.sys.readFile(join(out, 'locking/lock-engine.d.ts')) ?? '';
     const service = ts.sys.readFile(join(out, 'nest/lock.service.d.ts')) ?? '';
     expect(engine).toContain('acquire(keys');
-    for (const internal of ['acquireChecked', 'runInOwnerScope', 'runWithHandle', 'instanceId', 'LockStoreFactory']) {
+    for (const internal of [
+      'acquireChecked',
+      'runInOwnerScope',
+      'runWithHandle',
+      'instanceId',
+      'LockStoreFactory',
+      'activity',
+    ]) {
       expect(engine).not.toContain(internal);
     }
     // The service's engine (the lock board reads from it) is internal: not in the declaration at all.

@@ -222,6 +222,43 @@ describe('nest-redis-locks (installed from the packed tarball)', () => {
     await Promise.all(permits.map((p) => p.release().catch(() => false)));
   }, 60_000);
 
+  it('leaders lists each leader (name, holder, term, since) and list shows its lock as kind leader', async () => {
+    const prefix = uniquePrefix('cli');
+    const engine = kit.engine({ keyPrefix: prefix });
+    const terms: number[] = [];
+    const lead = (term: { term: number; signal: AbortSignal }) => {
+      terms.push(term.term);
+      return new Promise<void>((resolve) => term.signal.addEventListener('abort', () => resolve()));
+    };
+    const stops = [engine.campaign('relay', lead), engine.campaign('warmer', lead)];
+    kit.add(() => Promise.all(stops.map((stop) => stop())));
+    await until(() => engine.isLeader('relay') && engine.isLeader('warmer'), 10_000, 'both leaders');
+    const plain = await engine.acquire('relay:lock');
+    const base = ['--url', redisUrl(), '--prefix', prefix];
+    const leaders = await run(['leaders', ...base]);
+    expect(leaders.code).toBe(0);
+    expect(leaders.stdout).toMatch(/^NAME\s+HOLDER\s+TERM\s+SINCE\s/m);
+    const relay = await engine.leader('relay');
+    expect(leaders.stdout).toMatch(
+      new RegExp(`^relay\\s+\\S+:${process.pid}\\s.*\\s${relay!.term}\\s+${relay!.since.toISOString()}`, 'm'),
+    );
+    expect(leaders.stdout).toMatch(/^warmer\s/m);
+    expect(leaders.stdout).toContain(`2 leader(s) under ${prefix}.`);
+    const json = JSON.parse((await run(['leaders', 'war', '--json', ...base])).stdout) as {
+      name: string;
+      pid: number;
+      term: number;
+    }[];
+    expect(json.map((l) => [l.name, l.pid])).toEqual([['warmer', process.pid]]);
+    expect(json[0].term).toBe((await engine.leader('warmer'))!.term);
+    const list = await run(['list', ...base]);
+    expect(list.stdout).toMatch(/^leader\s+leader:relay\s+write\s/m);
+    expect(list.stdout).toMatch(/^lock\s+relay:lock\s+write\s/m);
+    await plain.release();
+    await Promise.all(stops.map((stop) => stop()));
+    expect((await run(['leaders', ...base])).stdout.trim()).toBe(`no leader under ${prefix}.`);
+  }, 60_000);
+
   it('watch redraws its table in place on a terminal (not --json)', async () => {
     const prefix = uniquePrefix('cli');
     const engine = kit.engine({ keyPrefix: prefix });

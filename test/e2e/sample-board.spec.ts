@@ -162,4 +162,45 @@ describe('sample app: the lock board over 3 processes, and the CLI on the same R
     ) as BoardSnapshot;
     expect([after.entries.map((e) => e.key), cliAfter.entries.map((e) => e.key)]).toEqual([[], []]);
   }, 90_000);
+
+  it('runs the changes relay under @Leader on one instance: shown on the board and by the CLI, and it relays updates', async () => {
+    const pids = [...instances, withoutBoard!].map((i) => i.child.pid!);
+    const [one, two] = instances;
+    type Status = { leader: { pid: number; term: number } | null; relayed: number; term: number };
+    const status = async () => (await (await fetch(`${one.url}/articles/relay/status`)).json()) as Status;
+    let now: Status | undefined;
+    await until(async () => (now = await status()).leader !== null, 15_000, 'a leader of articles.relay');
+    expect(pids).toContain(now!.leader!.pid);
+    // An update on any instance reaches the feed through the leader, fenced by its term.
+    const put = await fetch(`${two.url}/articles/relay-1`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ title: 'Relayed', body: 'once' }),
+    });
+    expect(put.status).toBe(200);
+    await until(async () => (now = await status()).relayed >= 1, 10_000, 'the update relayed');
+    expect(now!.term).toBe(now!.leader!.term);
+
+    const snapshot = (await (
+      await fetch(`${two.url}/locks-board/api/snapshot?filter=leader:`, { headers: BEARER })
+    ).json()) as BoardSnapshot;
+    expect(snapshot.leaders.map((l) => [l.name, l.pid, l.term])).toEqual([
+      ['articles.relay', now!.leader!.pid, now!.leader!.term],
+    ]);
+    const listed = await cli!.run(['leaders', '--json'], { REDIS_URL: server!.url });
+    expect([listed.code, listed.stderr]).toEqual([0, '']);
+    expect((JSON.parse(listed.stdout) as { name: string; pid: number }[]).map((l) => [l.name, l.pid])).toEqual([
+      ['articles.relay', now!.leader!.pid],
+    ]);
+    const context = await browser!.newContext({ httpCredentials: { username: 'oncall', password: TOKEN } });
+    try {
+      const tab = await context.newPage();
+      await tab.goto(`${one.url}/locks-board`);
+      const row = tab.locator('#leader-rows tr[data-leader="articles.relay"]');
+      await row.waitFor({ timeout: 10_000 });
+      expect(await row.innerText()).toContain(`pid ${now!.leader!.pid}`);
+    } finally {
+      await context.close();
+    }
+  }, 60_000);
 });

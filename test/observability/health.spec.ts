@@ -4,6 +4,7 @@ import { RedisLockHealthIndicator } from '../../lib/health/index.js';
 import { LockService } from '../../lib/nest/lock.service.js';
 import { RedisLockModule } from '../../lib/nest/redis-lock.module.js';
 import { LockTestKit, uniquePrefix } from '../support/lock-test-kit.js';
+import { until } from '../support/async.js';
 
 describe('RedisLockHealthIndicator', () => {
   const kit = new LockTestKit();
@@ -28,8 +29,26 @@ describe('RedisLockHealthIndicator', () => {
     const locks = moduleRef.get(LockService);
     const up = await indicator.isHealthy('locks');
     expect(up.locks).toMatchObject({ status: 'up', heldLocks: 0 });
+    expect(up.locks).toMatchObject({
+      holds: { lock: 0, semaphore: 0, leader: 0 },
+      waiters: { lock: 0, semaphore: 0, leader: 0 },
+    });
     const held = await locks.acquire('h');
-    expect((await indicator.isHealthy('locks')).locks).toMatchObject({ status: 'up', heldLocks: 1 });
+    const permit = await locks.acquirePermit('hs', { limit: 1 });
+    const waiter = locks.acquirePermit('hs', { limit: 1, waitTimeoutMs: 5_000 });
+    await until(
+      async () => (await indicator.isHealthy('locks')).locks.waiters?.semaphore === 1,
+      3_000,
+      'the permit waiter',
+    );
+    expect((await indicator.isHealthy('locks')).locks).toMatchObject({
+      status: 'up',
+      heldLocks: 2,
+      holds: { lock: 1, semaphore: 1, leader: 0 },
+      waiters: { lock: 0, semaphore: 1, leader: 0 },
+    });
+    await permit.release();
+    await (await waiter).release();
     await held.release();
 
     await server.stop();

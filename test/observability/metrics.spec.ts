@@ -10,6 +10,7 @@ import { LockService } from '../../lib/nest/lock.service.js';
 import { RedisLockModule } from '../../lib/nest/redis-lock.module.js';
 import { LockAcquireTimeoutError } from '../../lib/errors/lock-acquire-timeout.error.js';
 import { LockTestKit, redisUrl, sleep, uniquePrefix, until } from '../support/lock-test-kit.js';
+import { deferred } from '../support/async.js';
 
 describe('OpenTelemetry metrics', () => {
   const kit = new LockTestKit();
@@ -102,8 +103,58 @@ describe('OpenTelemetry metrics', () => {
     expect(sum(LOCK_METRICS.holdDuration, 'semaphore')).toBe(1);
     expect(sum(LOCK_METRICS.lost, 'semaphore')).toBe(1);
     // Every data point says its kind (a permit's mode is 'write', which alone cannot tell it from a write lock).
-    for (const points of m.values())
-      for (const p of points) expect(['lock', 'semaphore']).toContain(p.attributes['lock.kind']);
+    // The gauges (lock.holds, lock.waiters) also report a third kind, 'leader' (tested below).
+    const gauges = new Set<string>([LOCK_METRICS.holds, LOCK_METRICS.waiters]);
+    for (const [name, points] of m)
+      for (const p of points)
+        expect(gauges.has(name) ? ['lock', 'semaphore', 'leader'] : ['lock', 'semaphore']).toContain(
+          p.attributes['lock.kind'],
+        );
+  });
+
+  it('gauges lock.holds and lock.waiters: this process now, per kind (lock, semaphore, leader), zeros included', async () => {
+    const { locks, collect } = await setup(false);
+    const gauge = async (name: string) => {
+      const points = (await collect()).get(name) ?? [];
+      return Object.fromEntries(points.map((p) => [p.attributes['lock.kind'], p.value]));
+    };
+    expect(await gauge(LOCK_METRICS.holds)).toEqual({ lock: 0, semaphore: 0, leader: 0 });
+    expect(await gauge(LOCK_METRICS.waiters)).toEqual({ lock: 0, semaphore: 0, leader: 0 });
+
+    // Two locks (one re-entered: one hold), a permit, and a leadership; a waiter of each kind.
+    const a = await locks.acquire('g:a');
+    const inner = deferred();
+    const reentered = locks.withLock('g:b', () => locks.withLock('g:b', () => inner.promise));
+    const permit = await locks.acquirePermit('g:s', { limit: 1 });
+    const elected = deferred();
+    const lead = (term: { signal: AbortSignal }) => {
+      elected.resolve();
+      return new Promise<void>((resolve) => term.signal.addEventListener('abort', () => resolve()));
+    };
+    const stopLeader = locks.campaign('g', lead);
+    await elected.promise;
+    const stopStandby = locks.campaign('g', lead);
+    const lockWaiter = locks.acquire('g:a', { waitTimeoutMs: 10_000 }).catch((e: unknown) => e);
+    const permitWaiter = locks.acquirePermit('g:s', { limit: 1, waitTimeoutMs: 10_000 }).catch((e: unknown) => e);
+    await until(
+      async () => {
+        const w = await gauge(LOCK_METRICS.waiters);
+        return w.lock === 1 && w.semaphore === 1 && w.leader === 1;
+      },
+      5_000,
+      'one waiter of each kind',
+    );
+    expect(await gauge(LOCK_METRICS.holds)).toEqual({ lock: 2, semaphore: 1, leader: 1 });
+
+    await a.release();
+    await ((await lockWaiter) as { release(): Promise<unknown> }).release();
+    await permit.release();
+    await ((await permitWaiter) as { release(): Promise<unknown> }).release();
+    inner.resolve();
+    await reentered;
+    await Promise.all([stopStandby(), stopLeader()]);
+    expect(await gauge(LOCK_METRICS.holds)).toEqual({ lock: 0, semaphore: 0, leader: 0 });
+    expect(await gauge(LOCK_METRICS.waiters)).toEqual({ lock: 0, semaphore: 0, leader: 0 });
   });
 
   it('adds the lock key as an attribute only when asked', async () => {

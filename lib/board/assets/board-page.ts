@@ -27,6 +27,29 @@ export const BOARD_HTML = `<!doctype html>
     <button type="button" id="pause" aria-pressed="false">Pause</button>
   </div>
   <p id="summary" class="summary"></p>
+  <section id="load" class="load" aria-labelledby="load-title" hidden>
+    <h2 id="load-title">Holds and waiters of this instance, last 15 minutes</h2>
+    <p id="load-note" class="muted"></p>
+    <div id="charts" class="charts"></div>
+  </section>
+  <section id="leaders-section" aria-labelledby="leaders-caption" hidden>
+    <div class="scroll" tabindex="0" aria-labelledby="leaders-caption">
+      <table id="leaders">
+        <caption id="leaders-caption">Leaders</caption>
+        <thead>
+          <tr>
+            <th scope="col">Name</th>
+            <th scope="col">Holder</th>
+            <th scope="col">Term</th>
+            <th scope="col">Since</th>
+            <th scope="col">Lease left</th>
+            <th scope="col">Standbys</th>
+          </tr>
+        </thead>
+        <tbody id="leader-rows"></tbody>
+      </table>
+    </div>
+  </section>
   <div class="scroll" tabindex="0" aria-labelledby="locks-caption">
     <table id="locks">
       <caption id="locks-caption">Held locks under <code id="prefix"></code><span id="prefix-filter"></span></caption>

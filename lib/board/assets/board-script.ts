@@ -2,6 +2,7 @@
 // (board-render.ts) in one function scope. URLs relative to the page only, resolved without the credentials of the
 // page's address: the page works behind a proxy that adds or strips a path prefix. Polls about once per `refreshMs`
 // (the server shares one snapshot per interval among all viewers), and not at all while the tab is hidden or paused.
+import { BOARD_JS_CHART } from './board-chart.js';
 import { BOARD_JS_RENDER } from './board-render.js';
 
 const BOARD_JS_MAIN = String.raw`
@@ -79,6 +80,8 @@ const BOARD_JS_MAIN = String.raw`
       var failure = snapshot.failures[f];
       summary.append(' ', el('span', { class: 'warn' }, 'Master ' + failure.master + ' could not be scanned: ' + failure.error + '.'));
     }
+    renderLeaders(snapshot);
+    renderLoad(view.load);
     var events = byId('events');
     clear(events);
     for (var k = 0; k < view.events.length; k++) events.append(eventItem(view.events[k]));
@@ -239,5 +242,5 @@ const BOARD_JS_MAIN = String.raw`
   else start();
 `;
 
-/** `board.js` of the board: both parts in one function scope. */
-export const BOARD_JS = `'use strict';\n(function () {\n${BOARD_JS_RENDER}\n${BOARD_JS_MAIN}\n})();\n`;
+/** `board.js` of the board: the three parts in one function scope. */
+export const BOARD_JS = `'use strict';\n(function () {\n${BOARD_JS_RENDER}\n${BOARD_JS_CHART}\n${BOARD_JS_MAIN}\n})();\n`;

@@ -58,4 +58,17 @@ dialog::backdrop { background: rgba(0, 0, 0, 0.45); }
 #confirm-text { word-break: break-all; }
 .dialog-buttons { display: flex; justify-content: flex-end; gap: 0.6rem; }
 .stale { opacity: 0.55; }
+.charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(17rem, 1fr)); gap: 0.5rem 1rem; }
+.load-chart { margin: 0; }
+.load-chart svg { display: block; width: 100%; height: auto; max-height: 9rem; }
+.load-chart figcaption { font-size: 0.9em; }
+.chart .axis { stroke: var(--line); stroke-width: 1; }
+.chart text { fill: var(--muted); font-size: 9px; }
+.chart polyline { fill: none; stroke-width: 1.6; stroke-linejoin: round; }
+.chart polyline.holds { stroke: var(--focus); }
+.chart polyline.waiters { stroke: var(--alarm-line); stroke-dasharray: 4 3; }
+.chart .alarm-mark { stroke: var(--error-line); stroke-width: 2; }
+.legend.holds { color: var(--focus); font-weight: 600; }
+.legend.waiters { color: var(--alarm-line); font-weight: 600; }
+.legend.alarms { color: var(--error-line); font-weight: 600; }
 `;
