@@ -64,7 +64,7 @@ export function openDriver(
       const own = input instanceof Redis || input instanceof Cluster;
       // The subscriber connections of a Cluster are `Redis` connections of the client's own library.
       const node = own ? Redis.prototype : (client as { ssubscribe?: unknown });
-      if (client.isCluster && typeof (node).ssubscribe !== 'function') {
+      if (client.isCluster && typeof node.ssubscribe !== 'function') {
         throw new LockConfigError(
           'invalid redis: this ioredis has no sharded pub/sub (ssubscribe), which the library uses on a Redis Cluster; upgrade ioredis',
           'redis',
