@@ -60,7 +60,7 @@ export type {
   ObservableResultLike,
 } from './observability/lock-metrics.js';
 export type { RedisConnectionInput } from './redis/connection.js';
-export type { GlideClientLike, NodeRedisLike } from './redis/driver/client-family.js';
+export type { GlideClientLike, IovalkeyLike, NodeRedisLike } from './redis/driver/client-family.js';
 export { MAX_KEY_BYTES } from './redis/key-layout.js';
 
 // Errors

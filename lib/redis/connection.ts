@@ -4,7 +4,7 @@ import { describeForeignClient } from './foreign-client.js';
 import { LockConfigError } from '../errors/lock-config.error.js';
 import { IoredisDriver } from './driver/ioredis-driver.js';
 import { clientFamily } from './driver/client-family.js';
-import type { GlideClientLike, NodeRedisLike } from './driver/client-family.js';
+import type { GlideClientLike, IovalkeyLike, NodeRedisLike } from './driver/client-family.js';
 import { GlideDriver } from './driver/glide-driver.js';
 import { NodeRedisDriver } from './driver/node-redis-driver.js';
 import type { RedisDriver } from './driver/redis-driver.js';
@@ -14,7 +14,8 @@ import type { RedisDriver } from './driver/redis-driver.js';
  * (`Redis`, `Cluster`), node-redis v5 (`createClient`, `createCluster`, `createSentinel`) or Valkey GLIDE
  * (`GlideClient`, `GlideClusterClient`), told apart by what they are, not declared.
  */
-export type RedisConnectionInput = string | RedisOptions | Redis | Cluster | NodeRedisLike | GlideClientLike;
+export type RedisConnectionInput =
+  string | RedisOptions | Redis | Cluster | IovalkeyLike | NodeRedisLike | GlideClientLike;
 
 /** @internal How the library tunes the connections it opens (the application's own settings win). */
 export interface ConnectionTuning {

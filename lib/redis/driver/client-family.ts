@@ -9,6 +9,19 @@ export interface NodeRedisLike {
   sendCommand(...args: never[]): Promise<unknown>;
 }
 
+/**
+ * The shape of an iovalkey `Redis` or `Cluster` (a fork of ioredis with the same API, whose classes TypeScript does not
+ * take for ioredis'), or of another copy of ioredis: only the members the library checks for.
+ */
+export interface IovalkeyLike {
+  readonly status: string;
+  readonly isCluster: boolean;
+  duplicate(...args: never[]): unknown;
+  evalsha(...args: never[]): Promise<unknown>;
+  pipeline(...args: never[]): unknown;
+  sendCommand(...args: never[]): unknown;
+}
+
 /** The shape of a Valkey GLIDE client the library uses (`GlideClient`, `GlideClusterClient`). */
 export interface GlideClientLike {
   customCommand(args: string[], options?: never): Promise<unknown>;
