@@ -6,7 +6,8 @@ import { describe, expect, it } from '@jest/globals';
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const HIDE = fileURLToPath(new URL('../fixtures/hide-packages.cjs', import.meta.url));
-const OPTIONAL = '@nestjs/schedule,cron,@opentelemetry/api,@nestjs/terminus';
+const OPTIONAL =
+  '@nestjs/schedule,cron,@opentelemetry/api,@nestjs/terminus,iovalkey,redis,@redis/client,@valkey/valkey-glide';
 
 /** Loads the built entry `entry` (ESM `import` or CommonJS `require`) with the optional peers impossible to find. */
 async function load(kind: 'import' | 'require'): Promise<string> {
@@ -21,7 +22,7 @@ async function load(kind: 'import' | 'require'): Promise<string> {
 }
 
 describe('optional peers are optional', () => {
-  it('the main entry loads, ScheduledLock included, without @nestjs/schedule, cron, @opentelemetry/api or @nestjs/terminus (ESM and CommonJS)', async () => {
+  it('the main entry loads, ScheduledLock included, without @nestjs/schedule, cron, @opentelemetry/api, @nestjs/terminus or any client library but ioredis (ESM and CommonJS)', async () => {
     expect(await load('import')).toBe('function');
     expect(await load('require')).toBe('function');
   });
