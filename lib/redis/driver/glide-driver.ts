@@ -96,7 +96,11 @@ export class GlideDriver implements RedisDriver {
   }
 
   masters(): readonly DriverNode[] {
-    if (!this.cluster) return [{ label: 'Valkey GLIDE', send: (args) => this.call(args, undefined) }];
+    if (!this.cluster) {
+      const first = (this.c as { config?: { addresses?: { host?: string; port?: number }[] } }).config?.addresses?.[0];
+      const label = first ? `${first.host ?? 'localhost'}:${first.port ?? 6379}` : 'the Valkey GLIDE client';
+      return [{ label, send: (args) => this.call(args, undefined) }];
+    }
     return [...new Set(this.slots.filter((s) => s !== undefined))].map((address) => ({
       label: address,
       send: (args: readonly CommandArg[]) => this.call(args, routeTo(address)),

@@ -92,7 +92,7 @@ export class NodeRedisDriver implements RedisDriver {
   }
 
   masters(): readonly DriverNode[] {
-    if (!this.cluster) return [{ label: 'node-redis', send: (args) => this.send(args) }];
+    if (!this.cluster) return [{ label: this.label(), send: (args) => this.send(args) }];
     return (this.c.masters ?? []).map((node) => ({
       label: node.address,
       send: async (args: readonly CommandArg[]) => {
@@ -105,6 +105,18 @@ export class NodeRedisDriver implements RedisDriver {
   }
 
   /** A client the application has not connected yet is waited for (the library does not connect it). */
+  /** `host:port` of a client (from its URL or socket options), for messages; the sentinel's master name otherwise. */
+  private label(): string {
+    const o = (this.c as { options?: { url?: string; socket?: { host?: string; port?: number }; name?: string } })
+      .options;
+    if (o?.url) {
+      const at = new URL(o.url);
+      return `${at.hostname}:${at.port || 6379}`;
+    }
+    if (o?.socket?.host || o?.socket?.port) return `${o.socket.host ?? 'localhost'}:${o.socket.port ?? 6379}`;
+    return this.sentinel ? `the Sentinel master ${o?.name ?? ''}`.trim() : 'the node-redis client';
+  }
+
   async whenReady(timeoutMs: number): Promise<boolean> {
     if (this.connected) return true;
     return new Promise<boolean>((resolve) => {
