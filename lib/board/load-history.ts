@@ -1,6 +1,6 @@
 import type { LockEngine } from '../locking/lock-engine.js';
 import { loadKindOf } from '../locking/engine-activity.js';
-import type { LoadCounts, LoadKind } from '../locking/engine-activity.js';
+import type { EngineActivity, LoadCounts, LoadKind } from '../locking/engine-activity.js';
 
 /** How far back the board's chart looks: fifteen minutes. */
 export const LOAD_HISTORY_WINDOW_MS = 15 * 60_000;
@@ -40,7 +40,8 @@ export interface BoardLoadHistory {
   readonly now: BoardLoadSample;
 }
 
-type HistoryEngine = Pick<LockEngine, 'on' | 'activity'>;
+/** What the history reads of the engine (`activity` is internal: spelled out, so the emitted types do not name it). */
+type HistoryEngine = Pick<LockEngine, 'on'> & { activity(): EngineActivity };
 
 /**
  * The board's memory of this process's load: a ring of samples of the holds and waiters per kind, one every
