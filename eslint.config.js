@@ -13,6 +13,7 @@ export default tseslint.config(
       'test/consumers/*/dist/**',
       'test/consumers/*/node_modules/**',
       'test/consumers/*/doc-snippets/**',
+      'test/consumers/.cache/**',
     ],
   },
   js.configs.recommended,
