@@ -328,7 +328,15 @@ describe('through Redis Sentinel with waitForReplicas, across a failover to a re
       const options = { redis: s.redisOptions(), keyPrefix: prefix, leaseMs: LEASE_MS, commandTimeoutMs: COMMAND_MS };
       // A long lease: once the only replica is promoted, no renewal of A can be confirmed until a new replica
       // attaches (the price of `replicas: 1`), so A's hold lives on its lease alone meanwhile.
-      const a = kit.engine({ ...options, leaseMs: 20_000, waitForReplicas: { replicas: 1, timeoutMs: 500 } });
+      // After the failover the new master has no replica, so every renewal of A's holds waits out its WAIT (500 ms)
+      // on A's one command connection, and A's release queues behind them (with the in-doubt recheck renewing at
+      // once, more than 1 s at times): A's calls get 3 s. The library does not keep WAIT off that connection yet.
+      const a = kit.engine({
+        ...options,
+        leaseMs: 20_000,
+        commandTimeoutMs: 3_000,
+        waitForReplicas: { replicas: 1, timeoutMs: 500 },
+      });
       const b = kit.engine(options);
 
       // Confirmed by the replica before it was granted.
