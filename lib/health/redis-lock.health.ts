@@ -6,7 +6,8 @@ import { LockService } from '../nest/lock.service.js';
 /**
  * `@nestjs/terminus` health indicator: pings Redis on the command connection and on the subscriber connection
  * that carries wake-ups. Its details also give this process's holds and waiters now, per kind (`holds`, `waiters`:
- * `{ lock, semaphore, leader }`, the numbers of the `lock.holds` and `lock.waiters` gauges, read without Redis). Import it from `nest-redis-locks/health` (kept out of the main entry so terminus stays
+ * `{ lock, semaphore, leader }`, the numbers of the `lock.holds` and `lock.waiters` gauges, read without Redis).
+ * Import it from `nest-redis-locks/health` (kept out of the main entry so terminus stays
  * optional) and add it to a module's providers next to `TerminusModule`.
  */
 @Injectable()

@@ -7,7 +7,7 @@ import { clientFamily } from './driver/client-family.js';
 import type { GlideClientLike, IovalkeyLike, NodeRedisLike } from './driver/client-family.js';
 import { GlideDriver } from './driver/glide-driver.js';
 import { NodeRedisDriver } from './driver/node-redis-driver.js';
-import type { RedisDriver } from './driver/redis-driver.js';
+import type { ConnectionTuning, RedisDriver } from './driver/redis-driver.js';
 
 /**
  * What the `redis` option accepts: a URL, ioredis options, or a client the application owns: ioredis or iovalkey
@@ -16,11 +16,6 @@ import type { RedisDriver } from './driver/redis-driver.js';
  */
 export type RedisConnectionInput =
   string | RedisOptions | Redis | Cluster | IovalkeyLike | NodeRedisLike | GlideClientLike;
-
-/** @internal How the library tunes the connections it opens (the application's own settings win). */
-export interface ConnectionTuning {
-  readonly commandTimeoutMs: number;
-}
 
 /**
  * @internal Defaults for connections the library opens: a command queued while disconnected fails after one reconnect

@@ -1,7 +1,7 @@
 import type { RedisDriver } from './driver/redis-driver.js';
 import type { LuaScript } from './scripts/lua-script.js';
 import type { ScriptRunner } from './script-batcher.js';
-import { slotOf } from './slot.js';
+import { slotOf } from './driver/slot.js';
 
 /**
  * Items per script call: 6 key names and 3 arguments at most each, so one call stays well under Redis's argument

@@ -2,7 +2,7 @@ import type { CommandArg, DriverNode, PipelineReply, RedisDriver } from './drive
 import { isReplyError } from './driver/reply-error.js';
 import type { AcquireReply, ReplicaWaitSettings } from '../store/lock-store.js';
 import type { LuaScript } from './scripts/lua-script.js';
-import { slotOf } from './slot.js';
+import { slotOf } from './driver/slot.js';
 import { isNoScript } from './error-code.js';
 
 /**

@@ -6,7 +6,7 @@ import { LockConfigError } from '../../lib/errors/lock-config.error.js';
 import { LockAcquireTimeoutError } from '../../lib/errors/lock-acquire-timeout.error.js';
 import type { LockEngine } from '../../lib/locking/lock-engine.js';
 import { LockTestKit, redisNames, rejectionOf, sleep, track, until, uniquePrefix } from '../support/lock-test-kit.js';
-import { slotOf } from '../../lib/redis/sharded-channels.js';
+import { slotOf } from '../../lib/redis/driver/slot.js';
 import { RedisCluster, topologySupport } from '../support/topologies.js';
 import type { NodeAddress } from '../support/topologies.js';
 

@@ -1,4 +1,3 @@
-import type { ConnectionTuning } from '../connection.js';
 import type { GlideClientLike } from './client-family.js';
 import { outageReporter } from './connection-watch.js';
 import { glideError, isGlideConnectionFailure } from './glide-errors.js';
@@ -10,6 +9,7 @@ import type {
   DriverNode,
   PipelineReply,
   RedisDriver,
+  ConnectionTuning,
 } from './redis-driver.js';
 
 type Route =

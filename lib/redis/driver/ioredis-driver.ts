@@ -1,7 +1,7 @@
 import { Cluster, Command, Redis } from 'ioredis';
 import type { RedisOptions } from 'ioredis';
-import { plainChannels } from '../lock-subscriber.js';
-import { ShardedChannels } from '../sharded-channels.js';
+import { plainChannels } from './wake-up-channels.js';
+import { ShardedChannels } from './sharded-channels.js';
 import { outageReporter, watchEvents } from './connection-watch.js';
 import type {
   ChannelsContext,

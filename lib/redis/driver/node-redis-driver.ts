@@ -1,4 +1,3 @@
-import type { ConnectionTuning } from '../connection.js';
 import type { NodeRedisLike } from './client-family.js';
 import { outageReporter } from './connection-watch.js';
 import { ReplyError } from './reply-error.js';
@@ -10,6 +9,7 @@ import type {
   DriverNode,
   PipelineReply,
   RedisDriver,
+  ConnectionTuning,
 } from './redis-driver.js';
 
 type Listener = (message: string, channel: string) => void;

@@ -1,5 +1,10 @@
-import type { WakeUpChannels } from '../lock-subscriber.js';
+import type { WakeUpChannels } from './wake-up-channels.js';
 import type { ConnectionStateChange } from '../../store/lock-store.js';
+
+/** @internal How the library tunes the connections it opens (the application's own settings win). */
+export interface ConnectionTuning {
+  readonly commandTimeoutMs: number;
+}
 
 /** One argument of a Redis command, as the library sends it. */
 export type CommandArg = string | number;

@@ -1,9 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
-import type { ChannelsContext, DriverChannels } from './driver/redis-driver.js';
+import type { ChannelsContext, DriverChannels } from './redis-driver.js';
 import { slotOf } from './slot.js';
-
-export { slotOf } from './slot.js';
 
 /** Pause between two attempts to move lost subscriptions to the masters that now serve their slots. */
 const REROUTE_RETRY_MS = 200;
