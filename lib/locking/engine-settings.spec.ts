@@ -27,7 +27,6 @@ const SETTING_NAMES = [
   'appName',
   'autoExtend',
   'commandTimeoutMs',
-  'fencingMemoryMs',
   'holdWarningMs',
   'keyPrefix',
   'leaseMs',
@@ -48,7 +47,6 @@ describe('DEFAULT_LOCK_SETTINGS', () => {
       appName: defaultAppName(),
       holdWarningMs: 60_000,
       waitWarningMs: 5_000,
-      fencingMemoryMs: 3_600_000,
       livenessCheckMs: 400,
       waitForReplicas: undefined,
     });
@@ -87,11 +85,16 @@ describe('resolveEngineSettings', () => {
       appName: 'orders',
       holdWarningMs: 0,
       waitWarningMs: 0,
-      fencingMemoryMs: 0,
       livenessCheckMs: 0,
       waitForReplicas: { replicas: 'connected', timeoutMs: 9 },
     };
     expect(resolveEngineSettings(all)).toEqual(all);
+  });
+
+  it('refuses the removed fencingMemoryMs, naming it', () => {
+    expect(() => resolveEngineSettings({ fencingMemoryMs: 60_000 } as Partial<LockEngineSettings>)).toThrow(
+      /fencingMemoryMs was removed.*remove the option/,
+    );
   });
 
   it('treats undefined as unset', () => {

@@ -1,6 +1,5 @@
 import { LockConfigError } from '../errors/lock-config.error.js';
 import type { AcquireOptions, LockMode } from '../types/lock.types.js';
-import { FENCE_MEMORY_MS } from '../store/fence-memory.js';
 import { defaultAppName } from './app-name.js';
 
 /** Engine-wide settings, after defaults are merged. */
@@ -32,15 +31,6 @@ export interface LockEngineSettings {
    * `0` turns it off.
    */
   readonly waitWarningMs: number;
-  /**
-   * How long a key remembers its last fencing token after each grant's lease, in milliseconds, so that tokens never go
-   * back when a server's clock steps back (or a failover lands on a server whose clock is behind) by less than this:
-   * each grant writes a small tombstone key (`<keyPrefix>{<key>}:fence`) that lives `leaseMs` + this. Default
-   * `3_600_000` (one hour). It costs one key per lock key used in that time: an application that locks a new key for
-   * every operation (`order:<uuid>`) at N per second keeps N × 3,600 of them; lower it then. `0`: no tombstone, and
-   * tokens of a free key follow the server's clock.
-   */
-  readonly fencingMemoryMs: number;
   /**
    * While this process holds anything (locks, permits, leadership), how often it checks that Redis still answers,
    * in milliseconds: a `PING` on each connection of the store (command and wake-up; per master in quorum mode) per
@@ -85,7 +75,6 @@ export const DEFAULT_LOCK_SETTINGS: LockEngineSettings = Object.freeze({
   appName: defaultAppName(),
   holdWarningMs: 60_000,
   waitWarningMs: 5_000,
-  fencingMemoryMs: FENCE_MEMORY_MS,
   livenessCheckMs: 400,
   waitForReplicas: undefined,
 });
@@ -154,7 +143,13 @@ export function resolveEngineSettings(input: Partial<LockEngineSettings> = {}): 
   checkDuration('commandTimeoutMs', settings.commandTimeoutMs, MIN_COMMAND_TIMEOUT_MS, false);
   checkDuration('holdWarningMs', settings.holdWarningMs, 0, false);
   checkDuration('waitWarningMs', settings.waitWarningMs, 0, false);
-  checkDuration('fencingMemoryMs', settings.fencingMemoryMs, 0, false);
+  if ((input as Record<string, unknown>).fencingMemoryMs !== undefined) {
+    throw new LockConfigError(
+      'fencingMemoryMs was removed: fencing tokens are kept by one floor per Redis hash slot (at most 16,384 small ' +
+        'keys, whatever the number of keys locked), which needs no setting; remove the option',
+      'fencingMemoryMs',
+    );
+  }
   const { livenessCheckMs: check } = settings;
   if (check !== 0 && !(Number.isInteger(check) && check >= MIN_LIVENESS_CHECK_MS && check <= MAX_DURATION_MS)) {
     throw new LockConfigError(

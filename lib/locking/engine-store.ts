@@ -64,7 +64,6 @@ export function openEngineStore(
     subscriptionLingerMs: SUBSCRIPTION_LINGER_MS,
     commandTimeoutMs: settings.commandTimeoutMs,
     waitForReplicas: replicaWait(settings),
-    fencingMemoryMs: settings.fencingMemoryMs,
     onConnectionError: (err: unknown) => logger.warn(`Redis error: ${errorText(err)}`),
     onConnectionState,
   };

@@ -1,4 +1,5 @@
 import { LockKeyError } from '../errors/lock-key.error.js';
+import { fenceFloorKey } from './fence-floor.js';
 
 /** Longest lock key accepted, in UTF-8 bytes. */
 export const MAX_KEY_BYTES = 1024;
@@ -12,7 +13,8 @@ export const MAX_KEY_BYTES = 1024;
  * - `queue` sorted set: fair waiter `<w|r>:<id>` -> arrival time (µs), the FIFO order;
  * - `deadlines` sorted set: fair waiter -> registration expiry (a dead waiter drops out of the queue);
  * - `channel` pub/sub channel for wake-ups: `<state>:ch` (the scripts derive it from KEYS[1] the same way);
- * - `fence` string: the last fencing token issued, kept after the state is gone (`FENCE_MEMORY_MS`).
+ * - `fence` string: the fence floor of the lock's hash slot, the largest token any key of the slot was granted
+ *   (`fenceFloorKey`: `<prefix>fence:{<tag>}`, shared by the keys of one slot, never expiring, only rising).
  */
 export interface LockKeys {
   readonly key: string;
@@ -72,7 +74,7 @@ export function lockKeys(prefix: string, key: string, channelPrefix = ''): LockK
   const readers = `${base}:rq`;
   const queue = `${base}:fq`;
   const deadlines = `${base}:fd`;
-  const fence = `${base}:fence`;
+  const fence = fenceFloorKey(prefix, state, channelPrefix);
   return {
     key,
     state,

@@ -1,6 +1,5 @@
 import type { LockHolderInfo, LockInfo, LockMode } from '../types/lock.types.js';
 import type { LockKeys } from './key-layout.js';
-import { FENCE_MEMORY_MS } from '../store/fence-memory.js';
 import { kindConflict } from '../store/kind-conflict.js';
 import type { AcquireCall, AcquireReply, BlockedBy, ReleaseReply, WakeUp } from '../store/lock-store.js';
 
@@ -24,19 +23,15 @@ export function holderIdentity(identity: {
 
 /**
  * ACQUIRE's ARGV: token, mode with flags (`e` re-entry only, `f` fair), leaseMs, seq, holder identity, waiter id,
- * the downgrade token only when there is one (every argument costs on both sides of the connection), and
- * `fencingMemoryMs` only when it is not the default.
+ * and the downgrade token only when there is one (every argument costs on both sides of the connection).
  * `identity` is `holderIdentity(…)`. KEYS: the lock's `all`.
  */
-export function acquireArgs(call: AcquireCall, identity: string, fencingMemoryMs?: number): (string | number)[] {
+export function acquireArgs(call: AcquireCall, identity: string): (string | number)[] {
   let flags: string = modeCode(call.mode);
   if (call.reentry) flags += 'e';
   if (call.fair) flags += 'f';
   const args: (string | number)[] = [call.token, flags, call.leaseMs, call.seq, identity + call.ownerId, call.waiterId];
-  // ARGV[8], the fence tombstone's lifetime past the lease, only when not the default the script knows.
-  const memory = fencingMemoryMs !== undefined && fencingMemoryMs !== FENCE_MEMORY_MS;
-  if (call.downgradeToken !== '' || memory) args.push(call.downgradeToken);
-  if (memory) args.push(fencingMemoryMs);
+  if (call.downgradeToken !== '') args.push(call.downgradeToken);
   return args;
 }
 

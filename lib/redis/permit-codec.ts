@@ -1,5 +1,4 @@
 import type { PermitInfo } from '../types/permit.types.js';
-import { FENCE_MEMORY_MS } from '../store/fence-memory.js';
 import { kindConflict } from '../store/kind-conflict.js';
 import { decodeHolder } from './lock-script-codec.js';
 import type { AcquireCall, AcquireReply } from '../store/lock-store.js';
@@ -11,24 +10,8 @@ import type { AcquireCall, AcquireReply } from '../store/lock-store.js';
  */
 
 /** PERMIT_ACQUIRE's ARGV: token, flags (`w`, `f` fair), leaseMs, seq, holder identity + owner, waiter id, limit. */
-export function permitArgs(
-  call: AcquireCall,
-  identity: string,
-  limit: number,
-  fencingMemoryMs?: number,
-): (string | number)[] {
-  const args = [
-    call.token,
-    call.fair ? 'wf' : 'w',
-    call.leaseMs,
-    call.seq,
-    identity + call.ownerId,
-    call.waiterId,
-    limit,
-  ];
-  // ARGV[8], the fence tombstone's lifetime past the lease, only when not the default the script knows.
-  if (fencingMemoryMs !== undefined && fencingMemoryMs !== FENCE_MEMORY_MS) args.push(fencingMemoryMs);
-  return args;
+export function permitArgs(call: AcquireCall, identity: string, limit: number): (string | number)[] {
+  return [call.token, call.fair ? 'wf' : 'w', call.leaseMs, call.seq, identity + call.ownerId, call.waiterId, limit];
 }
 
 /** PERMIT_ACQUIRE's reply `{1, fence, resent, limit}` / `{0, waitMs, blockedBy, limit}`; `[-1]` a lock is there. */

@@ -142,7 +142,7 @@ export class RedisLockStore implements LockStore {
   /** ACQUIRE (KEYS/ARGV: `acquireArgs`). */
   acquire(call: AcquireCall): Promise<AcquireReply> {
     const names = call.lock as LockKeys;
-    const args = acquireArgs(call, this.identity, this.options.fencingMemoryMs);
+    const args = acquireArgs(call, this.identity);
     if (this.gateway.acks) return this.acquireAcked(names, args);
     // No `async`/`await` on the hot path: each costs a promise and a microtask per call.
     const reply = (raw: unknown) => acquireReply(raw, names.key);

@@ -75,13 +75,11 @@ export class RedisPermitStore implements PermitStore {
   private readonly acquires: ScriptBatcher | undefined;
   private readonly releases: ScriptBatcher | undefined;
 
-  private readonly fencingMemoryMs: number | undefined;
   constructor(
     private readonly locks: RedisLockStore,
     context: LockStoreContext,
   ) {
     this.identity = holderIdentity(context.identity);
-    this.fencingMemoryMs = context.fencingMemoryMs;
     this.acquires = locks.gateway.batcher(PERMIT_ACQUIRE, PERMIT_ACQUIRE_BATCH);
     this.releases = locks.gateway.batcher(PERMIT_RELEASE, PERMIT_RELEASE_BATCH);
   }
@@ -108,7 +106,7 @@ export class RedisPermitStore implements PermitStore {
   /** PERMIT_ACQUIRE (ARGV: `permitArgs`), followed by `WAIT` for a grant with `waitForReplicas`. */
   async acquire(call: AcquireCall): Promise<AcquireReply> {
     const ref = call.lock as PermitKeys;
-    const args = permitArgs(call, this.identity, ref.limit, this.fencingMemoryMs);
+    const args = permitArgs(call, this.identity, ref.limit);
     const gateway = this.locks.gateway;
     // Acquisitions asked for in one tick go out as one script call where batching applies (as the locks').
     const acked = this.acquires

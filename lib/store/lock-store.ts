@@ -63,8 +63,6 @@ export interface LockStoreContext {
   readonly commandTimeoutMs: number;
   /** `waitForReplicas`: writes that grant or extend a lease wait for the replicas (`undefined`: off). */
   readonly waitForReplicas?: ReplicaWaitSettings;
-  /** How long a key's fence tombstone outlives each grant's lease, in milliseconds (`fencingMemoryMs`). */
-  readonly fencingMemoryMs?: number;
   /** Errors outside any caller's call (e.g. dropping an idle subscription). */
   readonly onConnectionError: (err: unknown) => void;
   /** A connection went down (once, not once per reconnect attempt) or came back. */

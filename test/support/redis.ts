@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { FENCE_MEMORY_MS } from '../../lib/store/fence-memory.js';
 
 /** The Redis the test command started (or REDIS_URL). */
 export function redisUrl(): string {
@@ -15,11 +14,11 @@ export function uniquePrefix(name = 't'): string {
 }
 
 /**
- * Every Redis key under `prefix`, but the fence tombstones (`…}:fence`, the last fencing token a key issued) that
- * expire by themselves within `FENCE_MEMORY_MS` plus a lease: those are not leftovers. A tombstone without an expiry,
- * or with a longer one, is listed, as any other key. `withTombstones` lists them all.
+ * Every Redis key under `prefix`, but the fence floors (`<prefix>fence:{<tag>}`, one per hash slot used, holding the
+ * largest fencing token of the slot): they are kept on purpose, never expire, and are bounded by the number of slots.
+ * `withFloors` lists them too.
  */
-export async function keysUnder(client: Redis, prefix: string, withTombstones = false): Promise<string[]> {
+export async function keysUnder(client: Redis, prefix: string, withFloors = false): Promise<string[]> {
   const found: string[] = [];
   let cursor = '0';
   do {
@@ -27,20 +26,9 @@ export async function keysUnder(client: Redis, prefix: string, withTombstones = 
     cursor = next;
     found.push(...batch);
   } while (cursor !== '0');
-  if (withTombstones) return found.sort();
-  const kept: string[] = [];
-  for (const key of found) {
-    if (key.endsWith('}:fence')) {
-      const ttl = await client.pttl(key);
-      if (ttl > 0 && ttl <= FENCE_MEMORY_MS + MAX_TEST_LEASE_MS) continue;
-    }
-    kept.push(key);
-  }
-  return kept.sort();
+  const floor = /^fence:\{[0-9a-z]+\}$/;
+  return found.filter((key) => withFloors || !floor.test(key.slice(prefix.length))).sort();
 }
-
-/** Longest lease a test takes (the tombstone of a grant lives that lease plus `FENCE_MEMORY_MS`). */
-const MAX_TEST_LEASE_MS = 600_000;
 
 /** Calls per command since the last `CONFIG RESETSTAT`, from `INFO commandstats` (e.g. `{ evalsha: 3 }`). */
 export async function commandStats(client: Redis): Promise<Record<string, number>> {

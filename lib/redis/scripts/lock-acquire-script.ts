@@ -1,18 +1,15 @@
 import { batched, luaScript as script } from './lua-script.js';
 import { LOCK_PRELUDE as PRELUDE } from './lock-prelude.js';
-import { FENCE_MEMORY_MS } from '../../store/fence-memory.js';
 
 /**
  * Acquire or re-enter a hold.
  * KEYS: state, leases, writers, readers, fair queue (member '<w|r>:<waiter id>' -> arrival, µs),
- *       fair deadlines (same members -> registration expiry, ms), fence tombstone (the last fencing token issued,
- *       kept `leaseMs + FENCE_MEMORY_MS` after each grant, so a token never goes back with the server's clock).
+ *       fair deadlines (same members -> registration expiry, ms), fence floor (the largest fencing token issued in
+ *       the lock's hash slot, `fenceFloorKey`: it only rises, so a token never goes back with the server's clock).
  * ARGV: 1 token, 2 mode ('w'|'r') followed by any flags: 'e' = re-entry only (fail with blockedBy 4 unless the
  *       token already holds the lock), 'f' = fair: queue in arrival order; 3 leaseMs, 4 seq, 5 holder info,
  *       6 waiter id ('' = do not register as a waiter), 7 write token the caller holds on this key (absent or '' if
- *       none: lets a write owner take a read lock), 8 (optional) the fence tombstone's lifetime past the lease
- *       (`fencingMemoryMs`; absent: `FENCE_MEMORY_MS`, 0: no tombstone). Wake-ups go to the lock's channel,
- *       KEYS[1] .. ':ch'.
+ *       none: lets a write owner take a read lock). Wake-ups go to the lock's channel, KEYS[1] .. ':ch'.
  * Returns {1, fencingToken, reentered (0|1)} when granted;
  *         {0, waitMs, blockedBy} when not: waitMs is how long until the blocking leases or registrations can have
  *         run out; blockedBy 1 = a writer holds it, 2 = readers hold it, 3 = a writer waits (writer
@@ -21,8 +18,6 @@ import { FENCE_MEMORY_MS } from '../../store/fence-memory.js';
 export const ACQUIRE = script(
   'acquire',
   `
--- ARGV[8]: how long the fence tombstone outlives the lease (absent: the default; 0: no tombstone).
-local FENCE_MEMORY_MS = tonumber(ARGV[8] or '${FENCE_MEMORY_MS}')
 local token, flags, lease, seq = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local mode, waiter, downgrade = string.sub(flags, 1, 1), ARGV[6], ARGV[7] or ''
 local fair = string.find(flags, 'f', 2, true) ~= nil
@@ -48,14 +43,20 @@ if not reentry then
     -- state is the one key of the four), and this token holds nothing here: join them.
     local shortest = not st[1] and not st[3] and redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
     if shortest and shortest[2] and tonumber(shortest[2]) > now then
-      local fence = nowus
-      if tonumber(st[2]) >= fence then fence = tonumber(st[2]) + 1 end
+      -- Past the key's last token and its slot's floor (KEYS[7]): one SET … GET reads the floor and raises it, set
+      -- again in the rare case that the floor was not behind.
+      local fence = math.max(nowus, tonumber(st[2]) + 1)
       local f = string.format('%.0f', fence)
+      local floor = tonumber(redis.call('SET', KEYS[7], f, 'GET') or '0')
+      if floor >= fence then
+        fence = floor + 1
+        f = string.format('%.0f', fence)
+        redis.call('SET', KEYS[7], f)
+      end
       redis.call('HSET', KEYS[1], field, '1|' .. seq .. '|' .. f .. '|' .. now .. '|' .. ARGV[5], 'f', f)
       redis.call('ZADD', KEYS[2], now + lease, token)
       redis.call('PEXPIREAT', KEYS[1], now + lease, 'GT')
       redis.call('PEXPIREAT', KEYS[2], now + lease, 'GT')
-      if FENCE_MEMORY_MS > 0 then redis.call('SET', KEYS[7], f, 'PX', lease + FENCE_MEMORY_MS) end
       return {1, fence, 0}
     end
   elseif redis.call('EXISTS', KEYS[1], KEYS[5]) == 0 then
@@ -68,17 +69,15 @@ if not reentry then
 end
 if free then
   -- The fencing token: Redis time in µs, as digits (the same as string.format('%.0f', nowus), for less), or past
-  -- the last token the key issued, which its tombstone (KEYS[7]) keeps after the state is gone.
-  -- One command reads the tombstone and writes this grant's token into it (SET … GET); written again in the rare
-  -- case that the last token is not behind the clock.
+  -- the largest token the lock's slot issued, which its floor (KEYS[7]) keeps (the key has no state, so no token of
+  -- its own). One command reads the floor and writes this grant's token into it (SET … GET); written again in the
+  -- rare case that the floor is not behind the clock, since it must only rise.
   local f, fence = t[1] .. string.sub(1000000 + t[2], 2), nowus
-  if FENCE_MEMORY_MS > 0 then
-    local last = tonumber(redis.call('SET', KEYS[7], f, 'PX', lease + FENCE_MEMORY_MS, 'GET') or '0')
-    if last >= fence then
-      fence = last + 1
-      f = string.format('%.0f', fence)
-      redis.call('SET', KEYS[7], f, 'PX', lease + FENCE_MEMORY_MS)
-    end
+  local last = tonumber(redis.call('SET', KEYS[7], f, 'GET') or '0')
+  if last >= fence then
+    fence = last + 1
+    f = string.format('%.0f', fence)
+    redis.call('SET', KEYS[7], f)
   end
   if mode == 'w' then
     redis.call('HSET', KEYS[1], field, '1|' .. seq .. '|' .. f .. '|' .. now .. '|' .. ARGV[5], 'f', f, 'w', token)
@@ -159,12 +158,11 @@ end
 if blocked == 0 and ahead and not (mode == 'r' and writer and writer == downgrade) then blocked = 5 end
 
 if blocked == 0 then
-  local last = tonumber(redis.call('HGET', K.state, 'f') or redis.call('GET', K.fence) or '0')
-  local fence = nowus
-  if last >= fence then fence = last + 1 end
+  local fence = math.max(nowus, tonumber(redis.call('HGET', K.state, 'f') or '0') + 1,
+    tonumber(redis.call('GET', K.fence) or '0') + 1)
   local f = fmt(fence)
   redis.call('HSET', K.state, field, '1|' .. seq .. '|' .. f .. '|' .. now .. '|' .. ARGV[5], 'f', f)
-  if FENCE_MEMORY_MS > 0 then redis.call('SET', K.fence, f, 'PX', lease + FENCE_MEMORY_MS) end
+  redis.call('SET', K.fence, f)
   if mode == 'w' then redis.call('HSET', K.state, 'w', token) end
   redis.call('ZADD', K.leases, now + lease, token)
   settle(K)

@@ -35,7 +35,7 @@ local function clock()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
--- The keys of one lock, in the order every per-lock script receives them (the fence tombstone: ACQUIRE only).
+-- The keys of one lock, in the order every per-lock script receives them (the slot's fence floor: ACQUIRE only).
 -- The wake-up channel is the state key's name with ':ch' (a channel, not a key: it need not be in KEYS).
 local function lockKeys(keys)
   return { state = keys[1], leases = keys[2], writers = keys[3], readers = keys[4], queue = keys[5],

@@ -9,15 +9,14 @@ import {
   PERMIT_SET_LIMIT,
 } from './permit-control-scripts.js';
 import { PERMIT_PRELUDE as PRELUDE } from './permit-prelude.js';
-import { FENCE_MEMORY_MS } from '../../store/fence-memory.js';
 
 // The semaphore scripts of holding a permit: acquire, release, renew, extend (key layout and helpers:
 // `permit-prelude.ts`; withdrawal, heartbeat and administration: `permit-control-scripts.ts`).
 
 /**
  * Take a permit. ARGV: 1 token, 2 flags ('w', then 'f' = fair), 3 leaseMs, 4 seq, 5 holder info, 6 waiter id ('' =
- * do not register), 7 the caller's limit (applies when none is stored), 8 (optional) the fence tombstone's lifetime
- * past the lease (`fencingMemoryMs`; absent: `FENCE_MEMORY_MS`, 0: none).
+ * do not register), 7 the caller's limit (applies when none is stored). KEYS[7] is the fence floor of the semaphore's
+ * hash slot (`fenceFloorKey`): every grant's token is past it and raises it.
  * Returns {1, fence, resent, limit} when granted ({1, …, 1, …}: this very command was applied before), or
  * {0, waitMs, blockedBy, limit} when not: blockedBy 1 = every permit is taken, 5 = fair waiters come first; waitMs is
  * how long until the first lease can have run out. {-1, 0, 0, 0}: a lock lives under this key.
@@ -25,8 +24,6 @@ import { FENCE_MEMORY_MS } from '../../store/fence-memory.js';
 export const PERMIT_ACQUIRE = luaScript(
   'permit-acquire',
   `
--- ARGV[8]: how long the fence tombstone outlives the lease (absent: the default; 0: no tombstone).
-local FENCE_MEMORY_MS = tonumber(ARGV[8] or '${FENCE_MEMORY_MS}')
 local token, flags, lease, seq, info, waiter = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6]
 local st = redis.call('HMGET', KEYS[1], 'n', 'pf', 'f', 'h:' .. token)
 if not st[1] and st[3] then return {-1, 0, 0, 0} end
@@ -41,18 +38,22 @@ if redis.call('EXISTS', KEYS[3], KEYS[5]) == 0 then
   local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
   local used = first[2] and redis.call('ZCARD', KEYS[2]) or 0
   if (not first[2] or tonumber(first[2]) > now) and used < limit then
-    -- Past the last token: the state's, or its tombstone's (KEYS[7]) once the state is gone.
-    local last = tonumber(st[2] or redis.call('GET', KEYS[7]) or '0')
-    local fence = nowus
-    if last >= fence then fence = last + 1 end
+    -- Past the last token: the state's, and the slot's floor (KEYS[7]), read and raised by one SET … GET (set again
+    -- in the rare case that the floor was not behind).
+    local fence = math.max(nowus, tonumber(st[2] or '0') + 1)
     local f = string.format('%.0f', fence)
+    local floor = tonumber(redis.call('SET', KEYS[7], f, 'GET') or '0')
+    if floor >= fence then
+      fence = floor + 1
+      f = string.format('%.0f', fence)
+      redis.call('SET', KEYS[7], f)
+    end
     local e = now + lease
     redis.call('HSET', KEYS[1], 'h:' .. token, '1|' .. seq .. '|' .. f .. '|' .. now .. '|' .. info, 'pf', f, 'n', limit)
     redis.call('ZADD', KEYS[2], e, token)
     -- A key that existed has an expiry (the scripts always set one): only ever moved later. A new one gets it.
     if used > 0 then redis.call('PEXPIREAT', KEYS[2], e, 'GT') else redis.call('PEXPIREAT', KEYS[2], e) end
     if st[1] then redis.call('PEXPIREAT', KEYS[1], e, 'GT') else redis.call('PEXPIREAT', KEYS[1], e) end
-    if FENCE_MEMORY_MS > 0 then redis.call('SET', KEYS[7], f, 'PX', lease + FENCE_MEMORY_MS) end
     return {1, fence, 0, limit}
   end
 end
@@ -79,12 +80,10 @@ local blocked = 0
 if used >= limit then blocked = 1 elseif ahead then blocked = 5 end
 
 if blocked == 0 then
-  local fence = nowus
-  local last = tonumber(st[2] or redis.call('GET', K.fence) or '0')
-  if last >= fence then fence = last + 1 end
+  local fence = math.max(nowus, tonumber(st[2] or '0') + 1, tonumber(redis.call('GET', K.fence) or '0') + 1)
   local f = fmt(fence)
   redis.call('HSET', K.state, 'h:' .. token, '1|' .. seq .. '|' .. f .. '|' .. now .. '|' .. info, 'pf', f, 'n', limit)
-  if FENCE_MEMORY_MS > 0 then redis.call('SET', K.fence, f, 'PX', lease + FENCE_MEMORY_MS) end
+  redis.call('SET', K.fence, f)
   redis.call('ZADD', K.leases, now + lease, token)
   if waiter ~= '' then redis.call('ZREM', K.waiters, waiter) end
   if queued then

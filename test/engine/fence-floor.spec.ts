@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import type { Redis } from 'ioredis';
-import { FENCE_MEMORY_MS } from '../../lib/store/fence-memory.js';
+import { keysUnder } from '../support/redis.js';
 import { findRedisServer } from '../../tools/redis-server.mjs';
 import { LockTestKit, redisNames, sleep } from '../support/lock-test-kit.js';
 
@@ -17,44 +17,50 @@ async function redisMicros(redis: Redis): Promise<number> {
 const ONE_HOUR_US = 3_600_000_000;
 
 /**
- * A fencing token is the server's time in µs, or one past the key's last token. These tests put the key's last token
- * an hour ahead of the server's clock, which is where it stands after the clock stepped back an hour (or a failover
- * landed on a server whose clock is an hour behind): the next token must still be greater.
+ * A fencing token is the server's time in µs, or one past the larger of the key's last token and its hash slot's floor
+ * (`<prefix>fence:{<tag>}`). These tests put the floor an hour ahead of the server's clock, which is where it stands
+ * after the clock stepped back an hour (or a failover landed on a server whose clock is an hour behind): the next
+ * token must still be greater, however long the key was free.
  */
-describe('fencing tokens never go back with the server clock', () => {
+describe('fencing tokens never go back, whatever the server clock did, at bounded memory', () => {
   const kit = new LockTestKit();
   afterEach(() => kit.closeAll());
 
-  it('a freed key keeps its last token (a tombstone expiring leaseMs + FENCE_MEMORY_MS after the grant)', async () => {
+  it("a freed key's token is kept by its slot's floor, which never expires and only rises", async () => {
     const engine = kit.engine();
     const redis = kit.redis();
     const names = redisNames(engine.settings.keyPrefix, 'k');
+    expect(names.fence).toMatch(new RegExp(`^${engine.settings.keyPrefix}fence:\\{[0-9a-z]+\\}$`));
     const first = await engine.acquire('k', { leaseMs: 10_000 });
     await first.release();
     expect(await redis.exists(names.state)).toBe(0);
     expect(await redis.get(names.fence)).toBe(String(first.fencingToken));
-    const ttl = await redis.pttl(names.fence);
-    expect(ttl).toBeGreaterThan(FENCE_MEMORY_MS + 10_000 - 5_000);
-    expect(ttl).toBeLessThanOrEqual(FENCE_MEMORY_MS + 10_000);
+    expect(await redis.pttl(names.fence)).toBe(-1);
+    const permit = await engine.acquirePermit('s', { limit: 1 });
+    await permit.release();
+    expect(Number(await redis.get(redisNames(engine.settings.keyPrefix, 's').fence))).toBe(permit.fencingToken);
   });
 
-  it("fencingMemoryMs sets the tombstone's life past the lease; 0 writes none (tokens of a free key follow the clock)", async () => {
-    const short = kit.engine({ fencingMemoryMs: 5_000 });
+  it('memory does not grow with the number of distinct keys: one floor per hash slot used, nothing per key', async () => {
+    const engine = kit.engine();
     const redis = kit.redis();
-    const names = redisNames(short.settings.keyPrefix, 'k');
-    await (await short.acquire('k', { leaseMs: 10_000 })).release();
-    const ttl = await redis.pttl(names.fence);
-    expect(ttl).toBeGreaterThan(10_000);
-    expect(ttl).toBeLessThanOrEqual(15_000);
-    await (await short.acquirePermit('s', { limit: 1, leaseMs: 10_000 })).release();
-    expect(await redis.pttl(redisNames(short.settings.keyPrefix, 's').fence)).toBeLessThanOrEqual(15_000);
-    const none = kit.engine({ fencingMemoryMs: 0 });
-    const free = redisNames(none.settings.keyPrefix, 'k');
-    await (await none.acquire('k')).release();
-    await (await none.acquire('k', { mode: 'read' })).release();
-    await (await none.acquirePermit('s', { limit: 1 })).release();
-    expect(await redis.exists(free.fence, redisNames(none.settings.keyPrefix, 's').fence)).toBe(0);
-    expect(() => kit.engine({ fencingMemoryMs: -1 })).toThrow(/fencingMemoryMs/);
+    const prefix = engine.settings.keyPrefix;
+    const keys = Array.from({ length: 3_000 }, (_, i) => `order:${i}`);
+    for (let i = 0; i < keys.length; i += 100) {
+      await Promise.all(keys.slice(i, i + 100).map(async (key) => (await engine.acquire(key)).release()));
+    }
+    await Promise.all(
+      keys.slice(0, 100).map(async (key) => (await engine.acquirePermit(key + ':s', { limit: 2 })).release()),
+    );
+    const left = await keysUnder(redis, prefix, true);
+    const floors = new Set(
+      [...keys, ...keys.slice(0, 100).map((k) => k + ':s')].map((k) => redisNames(prefix, k).fence),
+    );
+    expect(left.every((name) => /^.*fence:\{[0-9a-z]+\}$/.test(name))).toBe(true);
+    expect(new Set(left)).toEqual(floors);
+    // 3,100 keys in at most 16,384 slots: fewer floors than keys (about 2,800 here), each a short string.
+    expect(left.length).toBeLessThan(keys.length);
+    expect(await keysUnder(redis, prefix)).toEqual([]);
   });
 
   it.each([
@@ -67,7 +73,7 @@ describe('fencing tokens never go back with the server clock', () => {
     const first = await engine.acquire('k', { mode });
     await first.release();
     const ahead = (await redisMicros(redis)) + ONE_HOUR_US;
-    await redis.set(names.fence, String(ahead), 'PX', FENCE_MEMORY_MS);
+    await redis.set(names.fence, String(ahead));
     const next = await engine.acquire('k', { mode });
     expect(next.fencingToken).toBeGreaterThan(ahead);
     await next.release();
@@ -84,7 +90,7 @@ describe('fencing tokens never go back with the server clock', () => {
     expect(await redis.exists(names.state)).toBe(0);
     expect(await redis.get(names.fence)).toBe(String(dead.fencingToken));
     let ahead = (await redisMicros(redis)) + ONE_HOUR_US;
-    await redis.set(names.fence, String(ahead), 'PX', FENCE_MEMORY_MS);
+    await redis.set(names.fence, String(ahead));
     const after = await other.acquire('k');
     expect(after.fencingToken).toBeGreaterThan(ahead);
     // A waiter queued behind a holder is granted by the full pass.
@@ -93,7 +99,7 @@ describe('fencing tokens never go back with the server clock', () => {
     // The state and the tombstone both hold the last token (each grant writes both).
     ahead = after.fencingToken + ONE_HOUR_US;
     await redis.hset(names.state, 'f', String(ahead));
-    await redis.set(names.fence, String(ahead), 'PX', FENCE_MEMORY_MS);
+    await redis.set(names.fence, String(ahead));
     await after.release();
     expect((await waiting).fencingToken).toBeGreaterThan(ahead);
   });
@@ -106,7 +112,7 @@ describe('fencing tokens never go back with the server clock', () => {
     await first.release();
     expect(await redis.get(names.fence)).toBe(String(first.fencingToken));
     const ahead = (await redisMicros(redis)) + ONE_HOUR_US;
-    await redis.set(names.fence, String(ahead), 'PX', FENCE_MEMORY_MS);
+    await redis.set(names.fence, String(ahead));
     const next = await engine.acquirePermit('s', { limit: 2 });
     expect(next.fencingToken).toBeGreaterThan(ahead);
     await next.release();
