@@ -15,6 +15,11 @@ export interface DoubtKeeper {
   readonly size: number;
   /** Has the watchdog renew these holds now (those with `autoExtend` and no renewal in flight). */
   renewSoon(holds: readonly Hold[]): void;
+  /**
+   * Asks the store whether it still records these holds (without `autoExtend`: nothing renews them) without touching
+   * their leases: each is held again (`HoldDoubt.confirmed`) if so, lost if not, still in doubt if no answer came.
+   */
+  verify(holds: readonly Hold[]): void;
 }
 
 /** How an engine's `HoldDoubt` is made. */
@@ -39,7 +44,9 @@ export interface HoldDoubtOptions {
  * check, a `PING` sent every `intervalMs` while anything is held, not answered within `intervalMs` (a paused Redis,
  * a network black hole: nothing closes the connection). A renewal confirmed before the hold's local deadline brings
  * it back (`confirmed`; holds without `autoExtend` are never renewed: an answered check brings them back); the
- * deadline passing makes it lost, as ever (the keeper). Connections the application passed in report closes only;
+ * deadline passing makes it lost, as ever (the keeper). A hold without `autoExtend` is held again only once the store
+ * confirms that it still records its token (`verify`): an answered check proves Redis is back, not that it kept the
+ * hold (a restart without persistence, a failover, a flush). Connections the application passed in report closes only;
  * the check covers the rest. In doubt, the watchdog renews at once and every 250 ms after a failure, so the hold is
  * confirmed as soon as Redis answers again.
  */
@@ -114,18 +121,20 @@ export class HoldDoubt {
     if (this.options.keeper().size > 0) this.schedule(sentAt + intervalMs - now);
   }
 
-  /** The check was answered: holds that no renewal can confirm are held again, the others renewed now. */
+  /** The check was answered: the holds in doubt are renewed (or, without `autoExtend`, verified) now. */
   private answered(): void {
     if (!this.majorityUp()) return;
-    for (const hold of this.options.keeper().list()) if (!hold.autoExtend) this.confirmed(hold);
     this.recheck();
   }
 
-  /** Renews the holds in doubt now. */
+  /** Renews the holds in doubt now; those without `autoExtend` are verified instead (their leases left alone). */
   private recheck(): void {
     const keeper = this.options.keeper();
     const doubtful = keeper.list().filter((hold) => hold.doubtSince !== undefined);
-    if (doubtful.length > 0) keeper.renewSoon(doubtful);
+    if (doubtful.length === 0) return;
+    keeper.renewSoon(doubtful);
+    const unrenewed = doubtful.filter((hold) => !hold.autoExtend);
+    if (unrenewed.length > 0) keeper.verify(unrenewed);
   }
 
   /** Puts every hold kept in doubt (those not in doubt already), and has them renewed at once. */

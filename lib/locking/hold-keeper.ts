@@ -2,7 +2,9 @@ import { performance } from 'node:perf_hooks';
 import { LockLostError } from '../errors/lock-lost.error.js';
 import type { LockLostReason } from '../errors/lock-lost.error.js';
 import { LockUnavailableError } from '../errors/lock-unavailable.error.js';
-import type { LockStore, ReleaseReply } from '../store/lock-store.js';
+import { LockClosedError } from '../errors/lock-closed.error.js';
+import { leaseDeadline } from '../store/drift.js';
+import type { LockStore, ReleaseReply, RenewCall } from '../store/lock-store.js';
 import { ranOutInTransit, type Hold } from './hold.js';
 import type { DoubtKeeper, HoldDoubt } from './hold-doubt.js';
 import type { LeftoverHold, Leftovers } from './leftovers.js';
@@ -36,7 +38,8 @@ export class HoldKeeper implements HoldReleaser, DoubtKeeper {
   ) {
     this.trouble = new TroubleLog(logger, () => this.size);
     this.shutdown = new ShutdownReport(logger, () => this.list());
-    this.watchdog = new Watchdog((holds) => this.store.renew(holds), {
+    // Each renewal sends the leases as they are now (`snapshot`): the watchdog counts the deadline from the same ones.
+    this.watchdog = new Watchdog((holds) => this.store.renew(holds.map(snapshot)), {
       lost: (hold, reason) => this.markLost(hold, reason),
       renewalFailed: (err, holds) => this.trouble.renewalFailed(err, holds.length),
       behind: (late, sent, leftMs) => this.trouble.behind(late, sent, leftMs),
@@ -64,6 +67,27 @@ export class HoldKeeper implements HoldReleaser, DoubtKeeper {
   /** Has the watchdog renew `holds` now (holds in doubt). */
   renewSoon(holds: readonly Hold[]): void {
     this.watchdog.renewSoon(holds);
+  }
+
+  /**
+   * Asks the store whether it still records `holds` (in doubt, without `autoExtend`), leaving their leases as they
+   * are: a renewal of 1 ms, which never shortens a lease. Held again if so; lost if not; if no answer comes, they stay
+   * in doubt until the next check or their deadline.
+   */
+  verify(holds: readonly Hold[]): void {
+    const pending = holds.filter((hold) => !hold.renewing && !hold.lost && !hold.ended);
+    if (pending.length === 0) return;
+    for (const hold of pending) hold.renewing = true;
+    const done = (results: readonly boolean[] | undefined): void =>
+      pending.forEach((hold, i) => {
+        hold.renewing = false;
+        if (!results || hold.lost || hold.ended) return;
+        if (results[i]) this.doubt.confirmed(hold);
+        else this.markLost(hold, 'not-in-redis');
+      });
+    this.store
+      .renew(pending.map((hold) => ({ lock: hold.lock, token: hold.token, leaseMs: 1 })))
+      .then(done, () => done(undefined));
   }
 
   /**
@@ -160,14 +184,14 @@ export class HoldKeeper implements HoldReleaser, DoubtKeeper {
     } catch (err) {
       // The extend may have been applied all the same (no answer in time, or replicas that did not confirm it): a
       // shorter lease may now be in force in Redis, so the hold is not trusted beyond it.
-      hold.validUntil = Math.min(hold.validUntil, sentAt + ms);
+      hold.validUntil = Math.min(hold.validUntil, leaseDeadline(sentAt, ms));
       throw err;
     }
     if (!held) {
       this.markLost(hold, 'not-in-redis');
       return false;
     }
-    hold.validUntil = sentAt + ms;
+    hold.validUntil = leaseDeadline(sentAt, ms);
     if (hold.autoExtend) hold.nextRenewAt = Math.min(hold.nextRenewAt, sentAt + ms / 3);
     this.doubt.confirmed(hold);
     return true;
@@ -238,6 +262,9 @@ export class HoldKeeper implements HoldReleaser, DoubtKeeper {
     const holds = this.watchdog.list().filter((hold) => !hold.ended);
     this.watchdog.stop();
     this.doubt.stop();
+    // Each hold ends for its holder before its release is sent: no handle reads "held" once another process can be
+    // granted the lock.
+    for (const hold of holds) hold.endWith(new LockClosedError(hold.key, 'holding'));
     let failed = 0;
     let lastError: unknown;
     // The holders' own releases still under way are awaited too (each is bounded by the command timeout): the
@@ -246,7 +273,6 @@ export class HoldKeeper implements HoldReleaser, DoubtKeeper {
     const underWay = Promise.allSettled([...this.releasing]);
     await Promise.all(
       holds.map(async (hold) => {
-        hold.ended = true;
         try {
           await this.store.release(hold.lock, hold.token, undefined);
         } catch (err) {
@@ -264,7 +290,7 @@ export class HoldKeeper implements HoldReleaser, DoubtKeeper {
   }
 
   private end(hold: Hold): void {
-    hold.ended = true;
+    hold.endWith(new LockLostError(hold.key, 'not-in-redis'));
     hold.owner.forget(hold);
     this.watchdog.remove(hold);
   }
@@ -295,3 +321,8 @@ export class HoldKeeper implements HoldReleaser, DoubtKeeper {
 }
 
 function noop(): void {}
+
+/** A hold's renewal as it is to be sent now. */
+function snapshot(hold: Hold): RenewCall {
+  return { lock: hold.lock, token: hold.token, leaseMs: hold.leaseMs };
+}

@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { abortedOf, checkedOnRead } from '../common/checked-signal.js';
 import type { LockLostError } from '../errors/lock-lost.error.js';
+import { leaseDeadline } from '../store/drift.js';
 import type { LockRef } from '../store/lock-store.js';
 import type { LockMode } from '../types/lock.types.js';
 import type { LaneWaitLimit } from './deadlines.js';
@@ -40,6 +41,11 @@ export class Hold {
   ended = false;
   /** Set when the hold was lost while held. */
   lost: LockLostError | undefined;
+  /**
+   * Why the engine ended the hold rather than its handles (shutdown, a release by token): its handles read it as
+   * released and its signal aborts with this, before the release is sent.
+   */
+  endedBy: Error | undefined;
   /** Its token's hold was (or is being) freed in the store after a loss or a failed release. */
   freed = false;
   /** A renewal of this hold is in flight. */
@@ -47,7 +53,10 @@ export class Hold {
   /** Created on first use of `signal`: most holds end without anyone looking at it. */
   private controller: AbortController | undefined;
   readonly acquiredAt = performance.now();
-  /** Local time (performance.now) until which the store is known to keep the lease. */
+  /**
+   * Local time (performance.now) until which the store is known to keep the lease: from when the last confirmed grant
+   * or renewal was sent, for the lease it sent, less the drift allowance (`leaseDeadline`).
+   */
   validUntil: number;
   /** Local time of the next watchdog renewal. */
   nextRenewAt: number;
@@ -73,7 +82,7 @@ export class Hold {
     /** When the acquisition that granted the hold was sent (performance.now()). */
     readonly sentAt: number,
   ) {
-    this.validUntil = sentAt + leaseMs;
+    this.validUntil = leaseDeadline(sentAt, leaseMs);
     this.nextRenewAt = sentAt + leaseMs / 3;
   }
 
@@ -93,8 +102,22 @@ export class Hold {
       this.controller = new AbortController();
       checkedOnRead(this.controller.signal, () => this.checkDeadline());
     }
-    if (this.lost && !abortedOf.call(this.controller.signal)) this.controller.abort(this.lost);
+    const reason = this.lost ?? this.endedBy;
+    if (reason && !abortedOf.call(this.controller.signal)) this.controller.abort(reason);
     return this.controller.signal;
+  }
+
+  /**
+   * Ends the hold on the engine's own account (shutdown, a release by token), before its release is sent: from now on
+   * its handles read `isHeld` false and `state` `'released'`, and `signal` is aborted with `reason`.
+   */
+  endWith(reason: Error): void {
+    if (this.ended) return;
+    this.ended = true;
+    if (this.lost) return;
+    this.endedBy = reason;
+    this.controller?.abort(reason);
+    this.changed();
   }
 
   /** Records the loss and aborts `signal` (now, or when it is first asked for). */

@@ -48,30 +48,35 @@ export class LockHandleImpl implements LockHandle {
     ));
   }
 
-  /** Not released, and no hold lost or past its local lease deadline (checked now, timers or not). */
+  /**
+   * Not released, and no hold lost, past its local lease deadline (checked now, timers or not), or ended by the engine
+   * (shutdown, a release by token).
+   */
   get isHeld(): boolean {
     return (
       !this.released &&
       this.holds.every((h) => {
         h.checkDeadline();
-        return !h.lost;
+        return !h.lost && !h.ended;
       })
     );
   }
 
   /**
-   * `'released'` (`'lost'` if it was lost before), `'lost'` (any hold lost or past its local deadline), `'in-doubt'`
-   * (any hold in doubt), else `'held'`.
+   * `'released'` (`'lost'` if it was lost before), `'lost'` (any hold lost or past its local deadline), `'released'`
+   * (any hold ended by the engine: shutdown, a release by token), `'in-doubt'` (any hold in doubt), else `'held'`.
    */
   get state(): HoldState {
     if (this.final) return this.final;
     let doubt = false;
+    let ended = false;
     for (const h of this.holds) {
       h.checkDeadline();
       if (h.lost) return 'lost';
+      if (h.ended) ended = true;
       if (h.doubtSince !== undefined) doubt = true;
     }
-    return doubt ? 'in-doubt' : 'held';
+    return ended ? 'released' : doubt ? 'in-doubt' : 'held';
   }
 
   /** Calls `listener` with the new state each time it changes (in doubt, held again, lost) until released. */

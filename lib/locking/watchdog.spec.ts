@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import type { LockLostReason } from '../errors/lock-lost.error.js';
 import { Hold } from './hold.js';
 import type { HoldOwner } from './hold.js';
+import { leaseDeadline } from '../store/drift.js';
 import { Watchdog } from './watchdog.js';
 import type { WatchdogTuning } from './watchdog.js';
 
@@ -139,11 +140,30 @@ describe('Watchdog', () => {
     await delay(60);
     call.resolve([true]);
     await settle();
-    expect(h.validUntil).toBeLessThanOrEqual(call.at + 6_000);
-    expect(h.validUntil).toBeGreaterThan(call.at + 6_000 - EARLY);
-    expect(h.validUntil - h.nextRenewAt).toBeCloseTo(4_000, 6);
+    // The lease less the drift allowance (6 s × 1 % + 2 ms).
+    expect(h.validUntil).toBeLessThanOrEqual(call.at + 6_000 - 62);
+    expect(h.validUntil).toBeGreaterThan(call.at + 6_000 - 62 - EARLY);
+    expect(h.validUntil - h.nextRenewAt).toBeCloseTo(4_000 - 62, 6);
     expect(watchdog.list()).toEqual([h]);
     expect(onLost).not.toHaveBeenCalled();
+  });
+
+  it('counts the deadline from the lease the renewal sent, not one a re-entry raised while it was in flight', async () => {
+    const { watchdog, calls } = setup();
+    const h = hold('a', 3_000, now() - 950);
+    watchdog.add(h);
+    const call = await calls.nth(0);
+    // A re-entry asks for a 60 s lease while the renewal of the 3 s one is on its way: Redis was told 3 s.
+    h.leaseMs = 60_000;
+    call.resolve([true]);
+    await settle();
+    expect(h.validUntil).toBeLessThanOrEqual(call.at + 3_000 - 32);
+    expect(h.nextRenewAt).toBeLessThanOrEqual(call.at + 1_000);
+  });
+
+  it('a hold counts its lease less the drift allowance (leaseMs × 1 % + 2 ms) from when its grant was sent', () => {
+    expect(hold('a', 10_000, 1_000).validUntil).toBe(1_000 + 10_000 - 102);
+    expect(hold('b', 30, 0).validUntil).toBeCloseTo(30 - 2.3, 9);
   });
 
   it('renews holds due within a sixth of a lease in one call', async () => {
@@ -218,7 +238,7 @@ describe('Watchdog', () => {
     expect(second.holds).toEqual([h]);
     expect(second.at - first.at).toBeGreaterThanOrEqual(250 - EARLY);
     expect(second.at - first.at).toBeLessThan(250 + 500);
-    expect(h.validUntil).toBeGreaterThan(second.at + 3_000 - EARLY);
+    expect(h.validUntil).toBeGreaterThan(second.at + 3_000 - 32 - EARLY);
     expect(onLost).not.toHaveBeenCalled();
     expect(watchdog.list()).toEqual([h]);
   });
@@ -310,7 +330,7 @@ describe('Watchdog', () => {
     expect(second.at).toBeGreaterThanOrEqual(b.nextRenewAt - b.leaseMs / 6 - EARLY);
     second.resolve([true]);
     await settle();
-    expect(b.validUntil).toBeCloseTo(second.at + b.leaseMs, -1);
+    expect(b.validUntil).toBeCloseTo(leaseDeadline(second.at, b.leaseMs), -1);
     expect(onLost).not.toHaveBeenCalled();
     first.resolve([true]);
   });

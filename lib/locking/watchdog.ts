@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { LockLostReason } from '../errors/lock-lost.error.js';
+import { leaseDeadline } from '../store/drift.js';
 import type { Hold } from './hold.js';
 
 /** Renews a batch of holds in as few round trips as possible; resolves one boolean per hold (false: not held). */
@@ -181,6 +182,9 @@ export class Watchdog {
       }
     }
     if (late > 0) this.listener.behind(late, batch.length, leftMs);
+    // The leases this call sends: a re-entry may raise a hold's `leaseMs` while the call is in flight, and the
+    // deadline must come from what Redis was told.
+    const leases = batch.map((hold) => hold.leaseMs);
     try {
       const results = await this.renew(batch);
       if (this.stopped) return;
@@ -188,8 +192,8 @@ export class Watchdog {
         hold.renewing = false;
         if (!this.holds.has(hold)) return;
         if (results[i]) {
-          hold.validUntil = sentAt + hold.leaseMs;
-          hold.nextRenewAt = sentAt + hold.leaseMs / 3;
+          hold.validUntil = leaseDeadline(sentAt, leases[i]);
+          hold.nextRenewAt = sentAt + leases[i] / 3;
           this.scheduleAt(hold.nextRenewAt);
           if (hold.doubtSince !== undefined) this.listener.confirmed?.(hold);
         } else {

@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { DRIFT_FACTOR, DRIFT_MS, driftOf } from '../../store/drift.js';
 import type { AcquireCall, AcquireReply, BlockedBy } from '../../store/lock-store.js';
 import { laneOf } from './quorum-masters.js';
 import type { QuorumMasters } from './quorum-masters.js';
@@ -6,9 +7,6 @@ import { sleep, within } from './quorum-outcomes.js';
 import type { Outcome } from './quorum-outcomes.js';
 import type { QuorumUndo } from './quorum-undo.js';
 
-/** Clock drift allowance of a grant: `leaseMs × DRIFT_FACTOR + DRIFT_MS` (the Redlock figures). */
-export const DRIFT_FACTOR = 0.01;
-export const DRIFT_MS = 2;
 /** The least time the masters still unanswered get once a majority granted, in milliseconds. */
 const GRACE_MS = 5;
 /** The longest random pause after a split vote, in milliseconds. */
@@ -150,11 +148,6 @@ function notGranted(
     }
   }
   return { granted: false, retryInMs, blockedBy };
-}
-
-/** The drift allowance of a lease: `leaseMs × 0.01 + 2 ms`. */
-function driftOf(leaseMs: number): number {
-  return leaseMs * DRIFT_FACTOR + DRIFT_MS;
 }
 
 /** The lease a master keeps for a lease of `leaseMs` the engine counts on (whole milliseconds). */
