@@ -15,11 +15,10 @@ export interface DoubtKeeper {
   readonly size: number;
   /** Has the watchdog renew these holds now (those with `autoExtend` and no renewal in flight). */
   renewSoon(holds: readonly Hold[]): void;
-  /**
-   * Asks the store whether it still records these holds (without `autoExtend`: nothing renews them) without touching
-   * their leases: each is held again (`HoldDoubt.confirmed`) if so, lost if not, still in doubt if no answer came.
-   */
-  verify(holds: readonly Hold[]): void;
+  /** Whether the store still records these holds, without touching their leases (bounded by the command timeout). */
+  stillRecorded(holds: readonly Hold[]): Promise<boolean[]>;
+  /** Declares `hold` lost (see `HoldKeeper.markLost`). */
+  markLost(hold: Hold, reason: 'not-in-redis'): void;
 }
 
 /** How an engine's `HoldDoubt` is made. */
@@ -133,8 +132,27 @@ export class HoldDoubt {
     const doubtful = keeper.list().filter((hold) => hold.doubtSince !== undefined);
     if (doubtful.length === 0) return;
     keeper.renewSoon(doubtful);
-    const unrenewed = doubtful.filter((hold) => !hold.autoExtend);
-    if (unrenewed.length > 0) keeper.verify(unrenewed);
+    this.verify(doubtful.filter((hold) => !hold.autoExtend));
+  }
+
+  /**
+   * Asks the store whether it still records `holds` (without `autoExtend`: nothing renews them), leaving their leases
+   * as they are: each is held again if so, lost if not, and still in doubt if no answer came (until the next check or
+   * its deadline).
+   */
+  private verify(holds: readonly Hold[]): void {
+    const pending = holds.filter((hold) => !hold.renewing && !hold.lost && !hold.ended);
+    if (pending.length === 0) return;
+    for (const hold of pending) hold.renewing = true;
+    const keeper = this.options.keeper();
+    const done = (results: readonly boolean[] | undefined): void =>
+      pending.forEach((hold, i) => {
+        hold.renewing = false;
+        if (!results || hold.lost || hold.ended) return;
+        if (results[i]) this.confirmed(hold);
+        else keeper.markLost(hold, 'not-in-redis');
+      });
+    keeper.stillRecorded(pending).then(done, () => done(undefined));
   }
 
   /** Puts every hold kept in doubt (those not in doubt already), and has them renewed at once. */

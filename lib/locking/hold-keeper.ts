@@ -8,8 +8,8 @@ import type { LockStore, ReleaseReply, RenewCall } from '../store/lock-store.js'
 import { ranOutInTransit, type Hold } from './hold.js';
 import type { DoubtKeeper, HoldDoubt } from './hold-doubt.js';
 import type { LeftoverHold, Leftovers } from './leftovers.js';
-import { errorText, kindOf } from './lock-events.js';
-import { ShutdownReport } from './shutdown-report.js';
+import { kindOf } from './lock-events.js';
+import { ShutdownReport, releaseOnShutdown } from './shutdown-report.js';
 import type { LockEventBus, LockLogger } from './lock-events.js';
 import type { HoldReleaser } from './lock-handle.js';
 import type { LaneWaitLimit } from './deadlines.js';
@@ -69,25 +69,9 @@ export class HoldKeeper implements HoldReleaser, DoubtKeeper {
     this.watchdog.renewSoon(holds);
   }
 
-  /**
-   * Asks the store whether it still records `holds` (in doubt, without `autoExtend`), leaving their leases as they
-   * are: a renewal of 1 ms, which never shortens a lease. Held again if so; lost if not; if no answer comes, they stay
-   * in doubt until the next check or their deadline.
-   */
-  verify(holds: readonly Hold[]): void {
-    const pending = holds.filter((hold) => !hold.renewing && !hold.lost && !hold.ended);
-    if (pending.length === 0) return;
-    for (const hold of pending) hold.renewing = true;
-    const done = (results: readonly boolean[] | undefined): void =>
-      pending.forEach((hold, i) => {
-        hold.renewing = false;
-        if (!results || hold.lost || hold.ended) return;
-        if (results[i]) this.doubt.confirmed(hold);
-        else this.markLost(hold, 'not-in-redis');
-      });
-    this.store
-      .renew(pending.map((hold) => ({ lock: hold.lock, token: hold.token, leaseMs: 1 })))
-      .then(done, () => done(undefined));
+  /** Whether the store still records `holds`, their leases left as they are (a 1 ms renewal never shortens one). */
+  stillRecorded(holds: readonly Hold[]): Promise<boolean[]> {
+    return this.store.renew(holds.map((hold) => ({ lock: hold.lock, token: hold.token, leaseMs: 1 })));
   }
 
   /**
@@ -265,28 +249,12 @@ export class HoldKeeper implements HoldReleaser, DoubtKeeper {
     // Each hold ends for its holder before its release is sent: no handle reads "held" once another process can be
     // granted the lock.
     for (const hold of holds) hold.endWith(new LockClosedError(hold.key, 'holding'));
-    let failed = 0;
-    let lastError: unknown;
     // The holders' own releases still under way are awaited too (each is bounded by the command timeout): the
     // connections close next, and a release cut off then (its script reloaded after NOSCRIPT, say) would leave the
     // lock held for the rest of its lease.
     const underWay = Promise.allSettled([...this.releasing]);
-    await Promise.all(
-      holds.map(async (hold) => {
-        try {
-          await this.store.release(hold.lock, hold.token, undefined);
-        } catch (err) {
-          failed++;
-          lastError = err;
-        }
-      }),
-    );
+    await releaseOnShutdown(this.store, holds, this.logger);
     await underWay;
-    if (failed > 0) {
-      this.logger.warn(
-        `could not release ${failed} lock(s) on shutdown (their leases will free them): ${errorText(lastError)}`,
-      );
-    }
   }
 
   private end(hold: Hold): void {

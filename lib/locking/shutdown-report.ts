@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
+import type { LockStore } from '../store/lock-store.js';
 import type { Hold } from './hold.js';
-import { kindOf } from './lock-events.js';
+import { errorText, kindOf } from './lock-events.js';
 import type { LockLogger } from './lock-events.js';
 
 /** How often shutdown says again that it still waits. */
@@ -93,4 +94,25 @@ function named(holds: readonly Hold[]): string {
     return `${what}held ${((now - h.acquiredAt) / 1_000).toFixed(1)} s${levels})`;
   });
   return `${shown.join(', ')}${sorted.length > NAMED ? ` and ${sorted.length - NAMED} more` : ''}`;
+}
+
+/** Releases `holds` (every level at once) in parallel; logs one line for those that failed (their leases free them). */
+export async function releaseOnShutdown(store: LockStore, holds: readonly Hold[], logger: LockLogger): Promise<void> {
+  let failed = 0;
+  let lastError: unknown;
+  await Promise.all(
+    holds.map(async (hold) => {
+      try {
+        await store.release(hold.lock, hold.token, undefined);
+      } catch (err) {
+        failed++;
+        lastError = err;
+      }
+    }),
+  );
+  if (failed > 0) {
+    logger.warn(
+      `could not release ${failed} lock(s) on shutdown (their leases will free them): ${errorText(lastError)}`,
+    );
+  }
 }
