@@ -9,44 +9,56 @@ import { CHANGES_STREAM } from '../jobs/changes-relay.js';
 const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
+ * The check both scripts share, on `KEYS[2]`, the article's fence record `<newest fencing token>|<its holder's lock
+ * token>`: a token smaller than the newest is refused, and so is an equal token from another holder (after a failover
+ * that lost the last grant, Redis can hand the same token out twice: the second holder must not pass as the first).
+ * ARGV[1]: this access's fencing token; ARGV[2]: the lock token of its holder.
+ */
+const FENCE_CHECK = `
+local record = redis.call('GET', KEYS[2]) or '0|'
+local newest, holder = string.match(record, '^(%d+)|?(.*)$')
+newest = tonumber(newest)
+local token = tonumber(ARGV[1])
+if token < newest or (token == newest and holder ~= ARGV[2]) then return { 0, newest } end
+redis.call('SET', KEYS[2], ARGV[1] .. '|' .. ARGV[2])
+`;
+
+/**
  * One read of the article store under the article's write lock: refused if its fencing token is smaller than the
- * newest one the article was read or written with; otherwise records it as the newest and returns the value. The read
- * is part of the critical section: a write computed from it is only safe if no newer holder has read meanwhile, and
- * only the store can see that.
- * KEYS[1]: the key read; KEYS[2]: the article's newest fencing token. ARGV[1]: this read's fencing token; ARGV[2]: the
- * command (GET or HGET); ARGV[3..]: its arguments after the key.
+ * newest one the article was read or written with (or equal, from another holder); otherwise records it as the newest
+ * and returns the value. The read is part of the critical section: a write computed from it is only safe if no newer
+ * holder has read meanwhile, and only the store can see that.
+ * KEYS[1]: the key read; KEYS[2]: the article's fence record. ARGV[1]: this read's fencing token; ARGV[2]: its holder's
+ * lock token; ARGV[3]: the command (GET or HGET); ARGV[4..]: its arguments after the key.
  * Returns { 1, value } (or { 1 } for a missing value) when allowed, { 0, newest fencing token } when refused.
  */
-const FENCED_READ = `-- fenced read
-local newest = tonumber(redis.call('GET', KEYS[2]) or '0')
-if tonumber(ARGV[1]) < newest then return { 0, newest } end
-redis.call('SET', KEYS[2], ARGV[1])
-local value = redis.call(ARGV[2], KEYS[1], unpack(ARGV, 3))
+export const FENCED_READ = `-- fenced read
+${FENCE_CHECK}
+local value = redis.call(ARGV[3], KEYS[1], unpack(ARGV, 4))
 if not value then return { 1 } end
 return { 1, value }
 `;
 
 /**
  * One write of the article store, applied only if its fencing token is not smaller than the newest one the article
- * was read or written with (checked and recorded in the same script, so no write can slip in between).
- * KEYS[1]: the key written; KEYS[2]: the article's newest fencing token.
- * ARGV[1]: this write's fencing token, or '' for an unfenced write; ARGV[2]: the command (SET or HSET); ARGV[3..]:
- * its arguments after the key.
- * Returns { 1 } when applied, { 0, last fencing token } when refused.
+ * was read or written with, nor equal from another holder (checked and recorded in the same script, so no write can
+ * slip in between).
+ * KEYS[1]: the key written; KEYS[2]: the article's fence record.
+ * ARGV[1]: this write's fencing token, or '' for an unfenced write; ARGV[2]: its holder's lock token; ARGV[3]: the
+ * command (SET or HSET); ARGV[4..]: its arguments after the key.
+ * Returns { 1 } when applied, { 0, newest fencing token } when refused.
  */
-const FENCED_WRITE = `
-local last = tonumber(redis.call('GET', KEYS[2]) or '0')
+export const FENCED_WRITE = `
 if ARGV[1] ~= '' then
-  if tonumber(ARGV[1]) < last then return { 0, last } end
-  redis.call('SET', KEYS[2], ARGV[1])
+${FENCE_CHECK}
 end
-redis.call(ARGV[2], KEYS[1], unpack(ARGV, 3))
+redis.call(ARGV[3], KEYS[1], unpack(ARGV, 4))
 return { 1 }
 `;
 
 /**
  * Articles stored in Redis: `articles:<id>` (a hash), `articles:<id>:likes` (a counter) and `articles:<id>:fence`
- * (the newest fencing token the article was read or written with).
+ * (the newest fencing token the article was read or written with, and its holder's lock token).
  *
  * A fencing token protects only what the store checks, reads included. Reads and writes made under the article's
  * write lock carry that lock's fencing token, and the store refuses either when a newer token has been seen
@@ -142,12 +154,12 @@ export class ArticlesService {
    * read otherwise.
    */
   private async read(id: string, key: string, command: readonly [string, ...string[]]): Promise<string | null> {
-    const token = this.fencingToken(id);
+    const { token, holder } = this.fence(id);
     if (token === undefined) {
       const [name, ...args] = command;
       return (await this.redis.call(name, key, ...args)) as string | null;
     }
-    const result = (await this.redis.eval(FENCED_READ, 2, key, `articles:${id}:fence`, token, ...command)) as [
+    const result = (await this.redis.eval(FENCED_READ, 2, key, `articles:${id}:fence`, token, holder, ...command)) as [
       number,
       (string | number)?,
     ];
@@ -160,17 +172,20 @@ export class ArticlesService {
    * without that lock, such as `likeUnlocked`, write unfenced).
    */
   private async write(id: string, key: string, command: readonly [string, ...(string | number)[]]): Promise<void> {
-    const token = this.fencingToken(id);
-    const result = (await this.redis.eval(FENCED_WRITE, 2, key, `articles:${id}:fence`, token ?? '', ...command)) as [
+    const { token, holder } = this.fence(id);
+    const fence = `articles:${id}:fence`;
+    const result = (await this.redis.eval(FENCED_WRITE, 2, key, fence, token ?? '', holder, ...command)) as [
       number,
       number?,
     ];
     if (result[0] !== 1) throw new StaleWriteException(id, token!, Number(result[1]));
   }
 
-  /** The fencing token of the write lock on `article:<id>` this call runs under, if any. */
-  private fencingToken(id: string): number | undefined {
+  /** The fencing token and lock token of the write lock on `article:<id>` this call runs under, if any. */
+  private fence(id: string): { token: number | undefined; holder: string } {
     const lock = this.locks.current();
-    return lock?.mode === 'write' ? lock.fencingTokens[`article:${id}`] : undefined;
+    return lock?.mode === 'write'
+      ? { token: lock.fencingTokens[`article:${id}`], holder: lock.token }
+      : { token: undefined, holder: '' };
   }
 }
