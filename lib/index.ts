@@ -27,7 +27,7 @@ export { LockConflictException } from './nest/lock-conflict.exception.js';
 
 // Engine (framework-free)
 export { LockEngine } from './locking/lock-engine.js';
-export type { LockEngineOptions, ModeFixedOptions, SkipOptions, WaitOptions } from './locking/lock-engine.js';
+export type { LockEngineOptions, ModeFixedOptions, SkipOptions, WaitOptions } from './locking/engine-options.js';
 export { DEFAULT_LOCK_SETTINGS } from './locking/engine-settings.js';
 export type { LockEngineSettings } from './locking/engine-settings.js';
 export type {

@@ -5,8 +5,15 @@ import type { RedisDriver } from '../redis/driver/redis-driver.js';
 import type { LockStoreFactory } from '../store/lock-store.js';
 import type { AcquireOptions, LockHandle, LockInfo, LockPing } from '../types/lock.types.js';
 import type { PermitHandle, PermitInfo, PermitOptions } from '../types/permit.types.js';
-import { consoleLogger } from './engine-options.js';
-import type { LockEngineOptions, ModeFixedOptions, SkipOptions, WaitOptions } from './engine-options.js';
+import {
+  consoleLogger,
+  type LockKeys,
+  type LockedFn,
+  type LockEngineOptions,
+  type ModeFixedOptions,
+  type SkipOptions,
+  type WaitOptions,
+} from './engine-options.js';
 import { EngineAdmin } from './engine-admin.js';
 import { EngineCalls } from './engine-calls.js';
 import { validateKeys } from './lock-keys.js';
@@ -20,15 +27,9 @@ import { runLocked } from './skipping.js';
 import type { EngineActivity } from './engine-activity.js';
 import type { Observable } from 'rxjs';
 
-export type { LockEngineOptions, ModeFixedOptions, SkipOptions, WaitOptions } from './engine-options.js';
-
-// One lock key or several taken together (all or nothing), and the work done under a lock.
-type LockKeys = string | readonly string[];
-type LockedFn<T> = (lock: LockHandle) => T | Promise<T>;
-
 /**
  * The framework-free lock engine: read/write locks with reentrancy, leases renewed by a batched watchdog, pub/sub
- * wake-ups and fencing tokens. `LockService` is a thin Nest wrapper over it; use it directly without Nest.
+ * wake-ups and fencing tokens. `LockService` is this engine plus Nest's lifecycle; use it directly without Nest.
  *
  * @example
  * const engine = new LockEngine({ redis: 'redis://127.0.0.1:6379' });
@@ -42,8 +43,7 @@ export class LockEngine {
   readonly instanceId = newInstanceId();
   private readonly logger: LockLogger;
   private readonly events: LockEventBus;
-  /** The store, keeper (watchdog), waiting room, acquirer, leftovers, alarm and semaphores (`assembleEngine`). */
-  private readonly parts: EngineParts;
+  private readonly parts: EngineParts; // store, keeper, waiting room, acquirer, leftovers, alarm, semaphores
   private readonly calls: EngineCalls;
   private readonly admin: EngineAdmin;
   private readonly leaders: Leaders;
@@ -88,6 +88,11 @@ export class LockEngine {
   /** The innermost lock of the current async context (set by `withLock` and the decorators), if any. */
   current(): LockHandle | undefined {
     return currentHandle();
+  }
+
+  /** The `signal` of `current()`: aborted with `LockLostError` if that lock is lost. */
+  currentSignal(): AbortSignal | undefined {
+    return currentHandle()?.signal;
   }
 
   /**
@@ -205,8 +210,7 @@ export class LockEngine {
 
   /**
    * Waits up to `waitTimeoutMs` for one of the `limit` permits of semaphore `key` (docs/semaphores.md).
-   * @throws {LockAcquireTimeoutError}, {LockKeyError}, {LockConfigError} (an invalid `limit`; a lock's key; quorum
-   * mode), {PermitDeadlockError} (this call already holds `limit` permits of `key`), {LockUnavailableError}.
+   * @throws {LockAcquireTimeoutError} {LockKeyError} {LockConfigError} {PermitDeadlockError} {LockUnavailableError}
    */
   acquirePermit(key: string, options: PermitOptions): Promise<PermitHandle> {
     return this.parts.permits.acquire(key, options, true) as Promise<PermitHandle>;
@@ -267,10 +271,7 @@ export class LockEngine {
     return this.parts.store.ping(timeoutMs);
   }
 
-  /**
-   * First step of a graceful shutdown: waiting and new acquisitions reject with `LockClosedError`, while the
-   * current holders finish their work (re-entering their own locks still works). `close()` does the rest.
-   */
+  /** Graceful shutdown, step 1: waiting and new acquisitions reject (`LockClosedError`); holders finish. */
   beginShutdown(): void {
     if (this.closing) return;
     this.closing = true;
@@ -282,9 +283,8 @@ export class LockEngine {
   }
 
   /**
-   * Stops the engine: pending acquisitions reject with `LockClosedError`, the watchdog stops, every hold of
-   * this process is released in Redis, and the connections the engine opened are closed. Bounded: with Redis
-   * unreachable it gives up on each round trip after `commandTimeoutMs` (the leases free what it could not).
+   * Stops the engine: pending acquisitions reject with `LockClosedError`, every hold ends (its signal aborted) and is
+   * released, and the connections the engine opened close. Bounded: `commandTimeoutMs` per round trip at most.
    */
   async close(): Promise<void> {
     if (this.closed) return;

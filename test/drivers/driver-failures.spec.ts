@@ -5,7 +5,7 @@ import { LockConfigError } from '../../lib/errors/lock-config.error.js';
 import { LockError } from '../../lib/errors/lock.error.js';
 import { LockUnavailableError } from '../../lib/errors/lock-unavailable.error.js';
 import { LockEngine } from '../../lib/locking/lock-engine.js';
-import type { LockEngineOptions } from '../../lib/locking/lock-engine.js';
+import type { LockEngineOptions } from '../../lib/locking/engine-options.js';
 import { RedisProcess } from '../support/faults.js';
 import { DRIVERS, openDriverClient } from '../support/driver-clients.js';
 import type { DriverClient, DriverName } from '../support/driver-clients.js';

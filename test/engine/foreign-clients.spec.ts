@@ -3,7 +3,7 @@ import { Redis as Valkey } from 'iovalkey';
 import { createClient, createCluster } from 'redis';
 import { LockConfigError } from '../../lib/errors/lock-config.error.js';
 import { LockEngine } from '../../lib/locking/lock-engine.js';
-import type { LockEngineOptions } from '../../lib/locking/lock-engine.js';
+import type { LockEngineOptions } from '../../lib/locking/engine-options.js';
 import { redisUrl } from '../support/redis.js';
 
 /**

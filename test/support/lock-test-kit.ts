@@ -3,7 +3,7 @@ import type { INestApplication, ModuleMetadata } from '@nestjs/common';
 import type { TestingModule } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import { LockEngine } from '../../lib/locking/lock-engine.js';
-import type { LockEngineOptions } from '../../lib/locking/lock-engine.js';
+import type { LockEngineOptions } from '../../lib/locking/engine-options.js';
 import type { LockLogger } from '../../lib/locking/lock-events.js';
 import { LockService } from '../../lib/nest/lock.service.js';
 import { RedisLockModule } from '../../lib/nest/redis-lock.module.js';

@@ -8,7 +8,7 @@ import { LockConfigError } from '../../lib/errors/lock-config.error.js';
 import { LockLostError } from '../../lib/errors/lock-lost.error.js';
 import { LockUnavailableError } from '../../lib/errors/lock-unavailable.error.js';
 import { LockEngine } from '../../lib/locking/lock-engine.js';
-import type { LockEngineOptions } from '../../lib/locking/lock-engine.js';
+import type { LockEngineOptions } from '../../lib/locking/engine-options.js';
 import type { AcquireCall } from '../../lib/store/lock-store.js';
 import { LockService } from '../../lib/nest/lock.service.js';
 import { RedisLockModule } from '../../lib/nest/redis-lock.module.js';
