@@ -50,9 +50,13 @@ export class Leftovers {
     const late = lateAcquireOf(failure);
     this.run(target, async () => {
       let reply = late ? await late.catch(() => undefined) : undefined;
+      // The attempt's outcome is learnt by sending it again as a re-entry only (a lock's ACQUIRE then grants nothing
+      // new: it answers whether this token holds the lock, the original attempt applied or not), so a key freed since
+      // is not taken anew just to be released. Re-sent with `waitForReplicas`, the grant may again lack its replicas:
+      // it is known all the same.
+      const probe: AcquireCall = { ...call, reentry: true };
       reply ??= await this.untilAnswered(target, 'undo an acquisition', () =>
-        // Re-sent with `waitForReplicas`, the grant may again lack its replicas: it is known all the same.
-        this.store.acquire(call).catch((err: unknown) => {
+        this.store.acquire(probe).catch((err: unknown) => {
           const known =
             err instanceof LockUnavailableError && err.reason === 'not-replicated' ? lateAcquireOf(err) : undefined;
           if (known) return known;
