@@ -1,5 +1,5 @@
 import type { RedisConnectionInput } from '../redis/connection.js';
-import type { AcquireOptions, LockHandle } from '../types/lock.types.js';
+import type { AcquireOptions } from '../types/lock.types.js';
 import type { LockLogger } from './lock-events.js';
 import type { LockEngineSettings } from './engine-settings.js';
 
@@ -26,8 +26,3 @@ export const consoleLogger: LockLogger = {
   warn: (m) => console.warn(`[nest-redis-locks] ${m}`),
   error: (m) => console.error(`[nest-redis-locks] ${m}`),
 };
-
-/** One lock key or several taken together (all or nothing). */
-export type LockKeys = string | readonly string[];
-/** The work done under a lock. */
-export type LockedFn<T> = (lock: LockHandle) => T | Promise<T>;

@@ -5,15 +5,8 @@ import type { RedisDriver } from '../redis/driver/redis-driver.js';
 import type { LockStoreFactory } from '../store/lock-store.js';
 import type { AcquireOptions, LockHandle, LockInfo, LockPing } from '../types/lock.types.js';
 import type { PermitHandle, PermitInfo, PermitOptions } from '../types/permit.types.js';
-import {
-  consoleLogger,
-  type LockKeys,
-  type LockedFn,
-  type LockEngineOptions,
-  type ModeFixedOptions,
-  type SkipOptions,
-  type WaitOptions,
-} from './engine-options.js';
+import { consoleLogger } from './engine-options.js';
+import type { LockEngineOptions, ModeFixedOptions, SkipOptions, WaitOptions } from './engine-options.js';
 import { EngineAdmin } from './engine-admin.js';
 import { EngineCalls } from './engine-calls.js';
 import { validateKeys } from './lock-keys.js';
@@ -26,6 +19,9 @@ import { currentHandle, newInstanceId, runAsNewOwner, runInOwnerScope, runWithHa
 import { runLocked } from './skipping.js';
 import type { EngineActivity } from './engine-activity.js';
 import type { Observable } from 'rxjs';
+
+type LockKeys = string | readonly string[]; // one lock key, or several taken together (all or nothing)
+type LockedFn<T> = (lock: LockHandle) => T | Promise<T>; // the work done under a lock
 
 /**
  * The framework-free lock engine: read/write locks with reentrancy, leases renewed by a batched watchdog, pub/sub

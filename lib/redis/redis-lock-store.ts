@@ -37,7 +37,6 @@ import type {
 import {
   ACQUIRE,
   ACQUIRE_BATCH,
-  ALL_SCRIPTS,
   CANCEL_WAIT,
   EXTEND,
   FORCE_RELEASE,
@@ -46,7 +45,7 @@ import {
   RELEASE_BATCH,
 } from './scripts/lock-scripts.js';
 import { NodeBatches } from './node-batches.js';
-import { PERMIT_SCRIPTS, PERMIT_SCRIPT_VARIANTS } from './scripts/permit-scripts.js';
+import { SCRIPTS, SCRIPT_VARIANTS } from './scripts/index.js';
 import { unavailable } from './redis-failures.js';
 import type { ScriptBatcher } from './script-batcher.js';
 import { ScriptGateway } from './script-gateway.js';
@@ -113,7 +112,7 @@ export class RedisLockStore implements LockStore {
     this.gateway = new ScriptGateway(this.driver, {
       shardedPubSub: this.driver.cluster,
       waitForReplicas: options.waitForReplicas,
-      scripts: [...ALL_SCRIPTS, ...PERMIT_SCRIPT_VARIANTS],
+      scripts: SCRIPT_VARIANTS,
       onConnectionError: options.onConnectionError,
     });
     // One routing for both: a Cluster node that refuses cross-slot scripts is remembered for renewals and heartbeat.
@@ -226,7 +225,7 @@ export class RedisLockStore implements LockStore {
 
   /** What the server lacks of what the configuration needs (`checkServer`), or `undefined`. */
   checkServer(): Promise<LockConfigError | undefined> {
-    const preload = [...ALL_SCRIPTS, ...PERMIT_SCRIPTS].map((s) => this.gateway.variant(s));
+    const preload = SCRIPTS.map((s) => this.gateway.variant(s));
     const needs = { waitForReplicas: this.options.waitForReplicas, script: this.gateway.variant(ACQUIRE), preload };
     return checkServer(this.driver, needs);
   }

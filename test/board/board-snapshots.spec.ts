@@ -6,8 +6,7 @@ import type { BoardSnapshot } from '../../lib/board/index.js';
 import { sleep, until } from '../support/async.js';
 import { launchChromium, startBoardApp } from '../support/board-kit.js';
 import type { BoardApp, BoardAppOptions } from '../support/board-kit.js';
-import { ALL_SCRIPTS } from '../../lib/redis/scripts/lock-scripts.js';
-import { PERMIT_SCRIPTS } from '../../lib/redis/scripts/permit-scripts.js';
+import { SCRIPT_VARIANTS } from '../../lib/redis/scripts/index.js';
 import { LockTestKit } from '../support/lock-test-kit.js';
 import { commandStats, uniquePrefix } from '../support/redis.js';
 
@@ -107,7 +106,7 @@ describe('lock board snapshots', () => {
     const held = await Promise.all(keys.map((k) => app.locks.acquire(k, { leaseMs: 60_000 })));
     // Every script loaded up front: the first use of one (NOSCRIPT, then SCRIPT LOAD and EVALSHA again) would count
     // twice for the reads that meet it at once.
-    for (const script of [...ALL_SCRIPTS, ...PERMIT_SCRIPTS]) await admin.script('LOAD', script.source);
+    for (const script of SCRIPT_VARIANTS) await admin.script('LOAD', script.source);
     await admin.config('RESETSTAT');
     const taken = await snapshot(app);
     expect({ cut: taken.cut, complete: taken.complete, entries: taken.entries.length }).toEqual({

@@ -4,6 +4,7 @@ import type { Redis } from 'ioredis';
 import type { LockEngine } from '../../lib/locking/lock-engine.js';
 import type { LockHandle } from '../../lib/types/lock.types.js';
 import * as scripts from '../../lib/redis/scripts/lock-scripts.js';
+import { SCRIPT_VARIANTS } from '../../lib/redis/scripts/index.js';
 import { WAITER_HEARTBEAT_MS } from '../../lib/store/waiter-timing.js';
 import { LockTestKit, commandStats, keysUnder, sleep, track, until, withoutHarness } from '../support/lock-test-kit.js';
 
@@ -97,7 +98,7 @@ describe('Redis commands per operation (private redis-server)', () => {
     url = (await kit.server()).url;
     admin = kit.redis(url);
     // Load every script up front: a first-use NOSCRIPT round trip would count against whichever test ran first.
-    for (const script of scripts.ALL_SCRIPTS) await admin.script('LOAD', script.source);
+    for (const script of SCRIPT_VARIANTS) await admin.script('LOAD', script.source);
     heartbeats = await Heartbeats.watch(kit.redis(url));
     kit.add(async () => heartbeats.stop());
   });

@@ -1,4 +1,5 @@
 import { batched, crossSlot, luaScript as script } from './lua-script.js';
+import { renewalLoop } from './renewal-loop.js';
 import { LOCK_PRELUDE as PRELUDE } from './lock-prelude.js';
 
 // The scripts on a held lock: release, renewal, extension.
@@ -134,35 +135,14 @@ return 2
  */
 export const RENEW_MANY = script(
   'renew-many',
-  `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local out = {}
-for i = 1, #ARGV / 2 do
-  local state, leases = KEYS[2 * i - 1], KEYS[2 * i]
-  local token, lease = ARGV[2 * i - 1], tonumber(ARGV[2 * i])
-  local s = redis.call('ZSCORE', leases, token)
-  if s and tonumber(s) > now then
-    local e = now + lease
-    if e > tonumber(s) then
-      redis.call('ZADD', leases, e, token)
-      redis.call('PEXPIREAT', state, e, 'GT')
-      redis.call('PEXPIREAT', leases, e, 'GT')
-    end
-    out[i] = 1
-  elseif not s and redis.call('HEXISTS', state, 'h:' .. token) == 1 then
-    out[i] = 0
-    if redis.call('EXISTS', leases) == 0 then
-      -- Single-holder form: the state's expiry is the lease, running since the state exists.
-      redis.call('PEXPIREAT', state, now + lease, 'GT')
-      out[i] = 1
-    end
-  else
-    out[i] = 0
-  end
+  renewalLoop(`
+out[i] = 0
+if not s and redis.call('HEXISTS', state, 'h:' .. token) == 1 and redis.call('EXISTS', leases) == 0 then
+  -- Single-holder form: the state's expiry is the lease, running since the state exists.
+  redis.call('PEXPIREAT', state, now + lease, 'GT')
+  out[i] = 1
 end
-return out
-`,
+`),
 );
 
 /**

@@ -1,5 +1,4 @@
 import type { LuaScript } from './lua-script.js';
-import { sharded } from './lua-script.js';
 import { ACQUIRE, ACQUIRE_BATCH } from './lock-acquire-script.js';
 import { EXTEND, RELEASE, RELEASE_BATCH, RENEW_MANY, RENEW_MANY_CROSS_SLOT } from './lock-hold-scripts.js';
 import { CANCEL_WAIT, FORCE_RELEASE, INSPECT, KEEP_WAITING, KEEP_WAITING_CROSS_SLOT } from './lock-control-scripts.js';
@@ -8,8 +7,8 @@ import { CANCEL_WAIT, FORCE_RELEASE, INSPECT, KEEP_WAITING, KEEP_WAITING_CROSS_S
 export { ACQUIRE, ACQUIRE_BATCH, CANCEL_WAIT, EXTEND, FORCE_RELEASE, INSPECT, KEEP_WAITING, KEEP_WAITING_CROSS_SLOT };
 export { RELEASE, RELEASE_BATCH, RENEW_MANY, RENEW_MANY_CROSS_SLOT };
 
-/** Every script the library may send, standalone and Cluster variants alike (for the SHA → source lookup). */
-export const ALL_SCRIPTS: readonly LuaScript[] = [
+/** Every lock script (the index, `index.ts`, adds the semaphore's and the Cluster variants). */
+export const LOCK_SCRIPTS: readonly LuaScript[] = [
   ACQUIRE,
   ACQUIRE_BATCH,
   CANCEL_WAIT,
@@ -22,7 +21,4 @@ export const ALL_SCRIPTS: readonly LuaScript[] = [
   RELEASE_BATCH,
   RENEW_MANY,
   RENEW_MANY_CROSS_SLOT,
-].flatMap((s) => {
-  const variant = sharded(s);
-  return variant === s ? [s] : [s, variant];
-});
+];

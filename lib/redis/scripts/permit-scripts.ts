@@ -1,5 +1,5 @@
 import type { LuaScript } from './lua-script.js';
-import { batched, crossSlot, luaScript, sharded } from './lua-script.js';
+import { batched, crossSlot, luaScript } from './lua-script.js';
 import {
   PERMIT_CANCEL_WAIT,
   PERMIT_FORCE_RELEASE,
@@ -9,6 +9,7 @@ import {
   PERMIT_SET_LIMIT,
 } from './permit-control-scripts.js';
 import { PERMIT_PRELUDE as PRELUDE } from './permit-prelude.js';
+import { renewalLoop } from './renewal-loop.js';
 
 // The semaphore scripts of holding a permit: acquire, release, renew, extend (key layout and helpers:
 // `permit-prelude.ts`; withdrawal, heartbeat and administration: `permit-control-scripts.ts`).
@@ -156,30 +157,11 @@ return 2
  */
 export const PERMIT_RENEW_MANY = luaScript(
   'permit-renew-many',
-  `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local out = {}
-for i = 1, #ARGV / 2 do
-  local state, leases = KEYS[2 * i - 1], KEYS[2 * i]
-  local token, lease = ARGV[2 * i - 1], tonumber(ARGV[2 * i])
-  local s = redis.call('ZSCORE', leases, token)
-  if s and tonumber(s) > now then
-    local e = now + lease
-    if e > tonumber(s) then
-      redis.call('ZADD', leases, e, token)
-      redis.call('PEXPIREAT', state, e, 'GT')
-      redis.call('PEXPIREAT', leases, e, 'GT')
-    end
-    out[i] = 1
-  else
-    if s then redis.call('ZREM', leases, token) end
-    redis.call('HDEL', state, 'h:' .. token)
-    out[i] = 0
-  end
-end
-return out
-`,
+  renewalLoop(`
+if s then redis.call('ZREM', leases, token) end
+redis.call('HDEL', state, 'h:' .. token)
+out[i] = 0
+`),
 );
 
 /** PERMIT_RENEW_MANY for many permits of several slots one Cluster master serves, in one call (see `crossSlot`). */
@@ -212,7 +194,7 @@ return 1
 export const PERMIT_ACQUIRE_BATCH = batched(PERMIT_ACQUIRE, 7);
 export const PERMIT_RELEASE_BATCH = batched(PERMIT_RELEASE);
 
-/** Every semaphore script (the SHA → source lookup adds their Cluster variants). */
+/** Every semaphore script (the index, `index.ts`, adds the lock's and the Cluster variants). */
 export const PERMIT_SCRIPTS: readonly LuaScript[] = [
   PERMIT_ACQUIRE_BATCH,
   PERMIT_RELEASE_BATCH,
@@ -228,9 +210,3 @@ export const PERMIT_SCRIPTS: readonly LuaScript[] = [
   PERMIT_SET_LIMIT,
   PERMIT_INSPECT,
 ];
-
-/** The semaphore scripts and their Cluster (SPUBLISH) variants. */
-export const PERMIT_SCRIPT_VARIANTS: readonly LuaScript[] = PERMIT_SCRIPTS.flatMap((s) => {
-  const variant = sharded(s);
-  return variant === s ? [s] : [s, variant];
-});
