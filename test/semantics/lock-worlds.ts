@@ -302,3 +302,10 @@ export class SlowCounter {
     this.value = read + 1;
   }
 }
+
+/** The kinds with semaphores (quorum mode has none) on one Redis or in memory. */
+export const STANDALONE_PERMIT_KINDS: readonly StoreKind[] = STORE_KINDS.filter(
+  (kind) => kind !== 'quorum' && !kind.includes('cluster'),
+);
+/** The kinds with semaphores on the Redis Cluster. */
+export const CLUSTER_PERMIT_KINDS: readonly StoreKind[] = STORE_KINDS.filter((kind) => kind.includes('cluster'));
