@@ -1,6 +1,6 @@
 import type { NodeRedisLike } from './client-family.js';
 import { outageReporter } from './connection-watch.js';
-import { ReplyError } from './reply-error.js';
+import { isReplyError, ReplyError } from './reply-error.js';
 import type {
   ChannelsContext,
   CommandArg,
@@ -23,7 +23,6 @@ interface NodeRedisAny extends NodeRedisLike {
   nodeClient?(node: unknown): Promise<NodeRedisAny>;
   acquire?(): unknown;
   duplicate?(): NodeRedisAny;
-  multi(routing?: string): { addCommand(args: string[]): unknown; execAsPipeline(): Promise<unknown[]> };
   SUBSCRIBE(channel: string, listener: Listener): Promise<unknown>;
   UNSUBSCRIBE(channel: string, listener: Listener): Promise<unknown>;
   SSUBSCRIBE(channel: string, listener: Listener): Promise<unknown>;
@@ -78,17 +77,14 @@ export class NodeRedisDriver implements RedisDriver {
   }
 
   async pipeline(commands: readonly (readonly CommandArg[])[], key?: string): Promise<PipelineReply[]> {
-    const multi = this.cluster ? this.c.multi(key) : this.c.multi();
-    for (const command of commands) multi.addCommand(command.map(String));
-    try {
-      const replies = await multi.execAsPipeline();
-      return replies.map((r) => (r instanceof Error ? [toReplyError(r), undefined] : [null, r]));
-    } catch (err) {
-      // Some commands were refused: the others' replies are still there.
-      const e = err as { replies?: unknown[]; errorIndexes?: number[] };
-      if (!Array.isArray(e.replies)) throw rethrowable(err);
-      return e.replies.map((r) => (isErrorReply(r) ? [toReplyError(r as Error), undefined] : [null, r]));
+    // Sent in one tick on one connection (node-redis writes a tick's commands together, in order), each settled on its
+    // own: its `multi().execAsPipeline()` rejects with the first error reply alone (node-redis 5 and 6), losing the
+    // replies of the others, which ran all the same (a NOSCRIPT must not lose the WAIT after it).
+    const settled = await Promise.allSettled(commands.map((command) => this.send(command, key)));
+    if (settled.every((r) => r.status === 'rejected' && !isReplyError(r.reason))) {
+      throw (settled[0] as PromiseRejectedResult).reason;
     }
+    return settled.map((r) => (r.status === 'fulfilled' ? [null, r.value] : [r.reason as Error, undefined]));
   }
 
   masters(): readonly DriverNode[] {
