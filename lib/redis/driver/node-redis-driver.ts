@@ -32,7 +32,7 @@ interface NodeRedisAny extends NodeRedisLike {
 }
 
 /**
- * The driver for node-redis v5 clients: a client (`createClient`), a cluster (`createCluster`: commands routed by
+ * The driver for node-redis v5 and v6 clients: a client (`createClient`), a cluster (`createCluster`: commands routed by
  * their first key, wake-ups by the cluster's sharded pub/sub) or a sentinel (`createSentinel`). Commands go through
  * `sendCommand`; the server's error replies (`ErrorReply`) become `ReplyError`s. The application connects its client
  * (until it does, calls fail as unavailable) and closes it: the library closes only the subscriber it duplicated.

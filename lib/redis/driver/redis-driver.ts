@@ -42,7 +42,7 @@ export interface DriverChannels extends WakeUpChannels {
 export type ConnectionEvent = { readonly state: 'up' } | { readonly state: 'down'; readonly error: unknown };
 
 /**
- * The one seam between the library and a Redis client (ioredis, iovalkey, node-redis v5, Valkey GLIDE): what the
+ * The one seam between the library and a Redis client (ioredis, iovalkey, node-redis v5 and v6, Valkey GLIDE): what the
  * stores, the script gateway, the start-up check and the key scan need of a connection, and nothing else. A driver
  * turns the server's error replies into `ReplyError`s whose message starts with the server's code (`NOSCRIPT …`), and
  * never closes a client the application passed in.
