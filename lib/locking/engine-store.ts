@@ -66,6 +66,7 @@ export function openEngineStore(
     waitForReplicas: replicaWait(settings),
     fencingMemoryMs: settings.fencingMemoryMs,
     onConnectionError: (err: unknown) => logger.warn(`Redis error: ${errorText(err)}`),
+    warn: (message: string) => logger.warn(message),
     onConnectionState,
   };
   const inner = factory

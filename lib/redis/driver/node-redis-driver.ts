@@ -55,6 +55,20 @@ export class NodeRedisDriver implements RedisDriver {
     return this.c.isReady ?? this.c.isOpen;
   }
 
+  /**
+   * The client's command timeout (`commandOptions.timeout`; node-redis 6 sets 5 s by default, 5 none), from the
+   * client (or cluster) or, for a sentinel, from its options.
+   */
+  get clientTimeout(): { readonly ms: number; readonly name: string; readonly setting: string } | undefined {
+    const c = this.c as {
+      _commandOptions?: { timeout?: unknown };
+      options?: { commandOptions?: { timeout?: unknown } };
+    };
+    const ms = c._commandOptions?.timeout ?? c.options?.commandOptions?.timeout;
+    if (typeof ms !== 'number' || ms <= 0) return undefined;
+    return { ms, name: 'command timeout', setting: 'commandOptions.timeout in the node-redis client options' };
+  }
+
   evalsha(sha: string, keys: readonly string[], args: readonly CommandArg[]): Promise<unknown> {
     return this.send(['EVALSHA', sha, keys.length, ...keys, ...args], keys[0]);
   }

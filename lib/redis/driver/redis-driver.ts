@@ -58,6 +58,11 @@ export interface RedisDriver {
   readonly owned: boolean;
   /** Whether the command connection is up now, as far as the client knows. */
   readonly connected: boolean;
+  /**
+   * The client's own bound on one command, where it has one the driver can read (GLIDE's `requestTimeout`, node-redis'
+   * command timeout): its value in milliseconds, its name, and the setting that changes it (for the start-up check).
+   */
+  readonly clientTimeout?: { readonly ms: number; readonly name: string; readonly setting: string };
   /** `EVALSHA sha numkeys …keys …args`, routed by the first key on a Cluster. */
   evalsha(sha: string, keys: readonly string[], args: readonly CommandArg[]): Promise<unknown>;
   /** `EVAL source numkeys …keys …args`, routed by the first key on a Cluster. */
