@@ -89,7 +89,10 @@ export async function openSession(options: CliOptions): Promise<CliSession> {
     const ping = await engine.ping(options.timeoutMs);
     if (!ping.command) {
       await engine.close();
-      throw new CliError(`cannot reach the quorum masters ${where}: ${ping.error ?? 'no answer'}`);
+      const why = ping.error ?? 'no answer';
+      throw new CliError(
+        deniedMessage(String(why), `the quorum masters ${where}`) ?? `cannot reach the quorum masters ${where}: ${why}`,
+      );
     }
   } else {
     client = await connect(nodes, options.topology === 'cluster', options.timeoutMs, where);
@@ -181,9 +184,20 @@ async function connect(
       notRedis = answers.find((a) => a !== undefined) ?? notRedis;
     }
     if (notRedis) throw new CliError(`${where} does not speak the Redis protocol: ${notRedis}`);
-    throw new CliError(`cannot reach Redis ${cluster ? 'Cluster ' : ''}at ${where}: ${cause.message}`);
+    const denied = deniedMessage(cause.message, `Redis ${cluster ? 'Cluster ' : ''}at ${where}`);
+    throw new CliError(denied ?? `cannot reach Redis ${cluster ? 'Cluster ' : ''}at ${where}: ${cause.message}`);
   }
   return client;
+}
+
+/**
+ * For a refusal of the Redis user's ACL (NOPERM: the server answered, it is not out of reach): `<who> refused:
+ * permission denied (NOPERM …)`, with the rule to look for; `undefined` for any other error.
+ */
+export function deniedMessage(error: string, who: string): string | undefined {
+  const noperm = /\bNOPERM\b[^;]*/.exec(error)?.[0]?.trim();
+  if (!noperm) return undefined;
+  return `${who} refused: permission denied (${noperm}); grant the Redis user the command (ACL SETUSER <user> +<command>)`;
 }
 
 /** The error of the last node a Cluster client tried, when `err` is the client's summary of them; else `err`. */

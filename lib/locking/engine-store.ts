@@ -65,6 +65,7 @@ export function openEngineStore(
     commandTimeoutMs: settings.commandTimeoutMs,
     waitForReplicas: replicaWait(settings),
     onConnectionError: (err: unknown) => logger.warn(`Redis error: ${errorText(err)}`),
+    warn: (message: string) => logger.warn(message),
     onConnectionState,
   };
   const inner = factory

@@ -103,6 +103,11 @@ export class LockHandleImpl implements LockHandle {
     return results.every((r) => r.status === 'fulfilled' && r.value);
   }
 
+  /** `await using`: releases; a handle released already or lost resolves quietly (`release()` resolves `false`). */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
+  }
+
   async extend(ms?: number): Promise<void> {
     for (const hold of this.holds) {
       if (this.released) throw new LockNotHeldError(hold.key, 'this handle was released');

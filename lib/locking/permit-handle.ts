@@ -38,4 +38,9 @@ export class PermitHandleImpl implements PermitHandle {
   extend(ms?: number): Promise<void> {
     return this.hold.extend(ms);
   }
+
+  /** `await using`: gives the permit back; quiet for a permit released or lost. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.hold.release();
+  }
 }

@@ -133,6 +133,8 @@ export class BoardSnapshots {
     });
     if (scan.masters === 0 || scan.failures.length >= scan.masters) {
       const error = scan.failures.map((f) => `${f.master}: ${f.error}`).join('; ') || 'no Redis master to scan';
+      // An ACL refusal (NOPERM) is an answer: Redis was reached, and said no.
+      const denied = scan.failures.length > 0 && scan.failures.every((f) => /\bNOPERM\b/.test(String(f.error)));
       return finish({
         entries: [],
         found: 0,
@@ -140,7 +142,10 @@ export class BoardSnapshots {
         complete: false,
         cut: null,
         failures: scan.failures,
-        error: `Redis cannot be reached: ${error}`,
+        error: denied
+          ? `Redis refused the key scan: permission denied (${String(scan.failures[0].error)}) on ` +
+            scan.failures.map((f) => f.master).join(', ')
+          : `Redis cannot be reached: ${error}`,
       });
     }
     const found: { kind: BoardKind; key: string }[] = [];

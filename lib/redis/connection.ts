@@ -1,6 +1,6 @@
 import { Cluster, Redis } from 'ioredis';
 import type { RedisOptions } from 'ioredis';
-import { describeForeignClient } from './foreign-client.js';
+import { describeForeignClient, describeNonOptions } from './foreign-client.js';
 import { LockConfigError } from '../errors/lock-config.error.js';
 import { IoredisDriver } from './driver/ioredis-driver.js';
 import { clientFamily } from './driver/client-family.js';
@@ -11,7 +11,7 @@ import type { ConnectionTuning, RedisDriver } from './driver/redis-driver.js';
 
 /**
  * What the `redis` option accepts: a URL, ioredis options, or a client the application owns: ioredis or iovalkey
- * (`Redis`, `Cluster`), node-redis v5 (`createClient`, `createCluster`, `createSentinel`) or Valkey GLIDE
+ * (`Redis`, `Cluster`), node-redis v5 or v6 (`createClient`, `createCluster`, `createSentinel`) or Valkey GLIDE
  * (`GlideClient`, `GlideClusterClient`), told apart by what they are, not declared.
  */
 export type RedisConnectionInput =
@@ -28,13 +28,14 @@ export function ownedConnectionDefaults(tuning: ConnectionTuning): RedisOptions 
 }
 
 const ACCEPTED =
-  'a redis:// URL, ioredis options, or a client of ioredis, iovalkey, node-redis v5 (createClient, createCluster, ' +
-  'createSentinel) or Valkey GLIDE (GlideClient, GlideClusterClient)';
+  'a redis:// URL, ioredis options, or a client of ioredis, iovalkey, node-redis v5 or v6 (createClient, ' +
+  'createCluster, createSentinel) or Valkey GLIDE (GlideClient, GlideClusterClient)';
 
 /**
  * @internal The driver for `input`: a connection the library opens (a URL or ioredis options: ioredis), or the
  * application's own client, whose library is recognised by its shape (no package is loaded for it).
- * @throws {LockConfigError} naming `redis` for anything else, which is never taken for connection options.
+ * @throws {LockConfigError} naming `redis` for anything else, which is never taken for connection options (see
+ * `describeNonOptions`), and for a node-redis client the application has not connected.
  */
 export function openDriver(
   input: RedisConnectionInput | undefined,
@@ -50,8 +51,11 @@ export function openDriver(
     }
     return new IoredisDriver(new Redis(input, defaults), true, 'ioredis', defaults);
   }
-  if (!input || typeof input !== 'object') {
+  if (input === undefined || input === null || (input as unknown) === '') {
     throw new LockConfigError(`missing redis option: pass ${ACCEPTED}`, 'redis');
+  }
+  if (typeof input !== 'object' || typeof (input as { then?: unknown }).then === 'function') {
+    throw new LockConfigError(`invalid redis: received ${describeNonOptions(input)}; pass ${ACCEPTED}`, 'redis');
   }
   const family = clientFamily(input);
   switch (family) {
@@ -69,13 +73,20 @@ export function openDriver(
       return new IoredisDriver(client, false, own ? 'ioredis' : 'iovalkey', defaults);
     }
     case 'node-redis':
+      if (!(input as NodeRedisLike).isOpen) {
+        throw new LockConfigError(
+          'invalid redis: the node-redis client is not connected (never connected, or closed): call ' +
+            '`await client.connect()` before passing it; the library never connects or closes the application’s client',
+          'redis',
+        );
+      }
       return new NodeRedisDriver(input as NodeRedisLike, tuning);
     case 'glide':
       return new GlideDriver(input as GlideClientLike, tuning);
     default: {
-      const foreign = describeForeignClient(input);
-      if (foreign) {
-        throw new LockConfigError(`invalid redis: received ${foreign}, which is none of ${ACCEPTED}`, 'redis');
+      const refused = describeForeignClient(input) ?? describeNonOptions(input);
+      if (refused) {
+        throw new LockConfigError(`invalid redis: received ${refused}, which is none of ${ACCEPTED}`, 'redis');
       }
       return new IoredisDriver(new Redis({ ...defaults, ...(input as RedisOptions) }), true, 'ioredis', defaults);
     }

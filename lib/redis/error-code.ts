@@ -17,3 +17,12 @@ export function redisErrorCode(err: unknown): string | undefined {
 export function isNoScript(err: unknown): boolean {
   return redisErrorCode(err) === 'NOSCRIPT';
 }
+
+/**
+ * An error reply's message without the arguments Redis quotes back (`unknown command 'EVAL', with args beginning
+ * with: '<the script>' …`): no message of the library quotes a script.
+ */
+export function withoutArguments(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  return message.replace(/,? with args beginning with:.*$/s, '').trim();
+}

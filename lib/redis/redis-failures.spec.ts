@@ -92,6 +92,14 @@ describe('classifyRedisError', () => {
     expect(classify(message)).toMatchObject({ reason: 'refused' });
   });
 
+  it("leaves out the arguments Redis quotes back (a script's source sent by EVAL)", () => {
+    const failure = classify(
+      "ERR unknown command 'EVAL', with args beginning with: '-- acquire\nlocal state = KEYS[1]' '1' 'lock:{k}' ",
+    );
+    expect(failure).toMatchObject({ reason: 'refused' });
+    expect(failure.detail).toBe("Redis refused the command: ERR unknown command 'EVAL'");
+  });
+
   it('a failure that is no reply is unreachable', () => {
     expect(classifyRedisError(new Error('connect ECONNREFUSED 127.0.0.1:6379'), scripts, PREFIX).reason).toBe(
       'unreachable',

@@ -2,7 +2,7 @@ import { LockError } from '../errors/lock.error.js';
 import { LockUnavailableError } from '../errors/lock-unavailable.error.js';
 import type { LockOperation, LockUnavailableReason } from '../errors/lock-unavailable.error.js';
 import { NotReplicated } from './replica-wait.js';
-import { redisErrorCode } from './error-code.js';
+import { redisErrorCode, withoutArguments } from './error-code.js';
 
 export { redisErrorCode } from './error-code.js';
 
@@ -36,7 +36,7 @@ export function classifyRedisError(err: unknown, scripts: ScriptSourceLookup, ke
         ? describeDenial(message, scripts, keyPrefix)
         : undefined;
   if (denial) return { reason: 'permission-denied', ...denial };
-  return { reason: 'refused', detail: `Redis refused the command: ${message}` };
+  return { reason: 'refused', detail: `Redis refused the command: ${withoutArguments(message)}` };
 }
 
 /** A `LockUnavailableError` for `failure` (an error, or `TIMED_OUT` after `timeoutMs`). */

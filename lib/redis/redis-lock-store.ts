@@ -114,6 +114,7 @@ export class RedisLockStore implements LockStore {
       waitForReplicas: options.waitForReplicas,
       scripts: SCRIPT_VARIANTS,
       onConnectionError: options.onConnectionError,
+      probeReportDelayMs: options.commandTimeoutMs,
     });
     // One routing for both: a Cluster node that refuses cross-slot scripts is remembered for renewals and heartbeat.
     const batches = new NodeBatches(this.driver);
@@ -223,11 +224,24 @@ export class RedisLockStore implements LockStore {
     });
   }
 
-  /** What the server lacks of what the configuration needs (`checkServer`), or `undefined`. */
-  checkServer(): Promise<LockConfigError | undefined> {
+  /**
+   * What the server lacks of what the configuration needs (`checkServer`), or `undefined`; what works but risks the
+   * locks is warned about, and a server that cannot load scripts gets them by `EVAL` from now on.
+   */
+  async checkServer(): Promise<LockConfigError | undefined> {
+    this.gateway.startupCheck();
     const preload = SCRIPTS.map((s) => this.gateway.variant(s));
-    const needs = { waitForReplicas: this.options.waitForReplicas, script: this.gateway.variant(ACQUIRE), preload };
-    return checkServer(this.driver, needs);
+    const needs = {
+      waitForReplicas: this.options.waitForReplicas,
+      script: this.gateway.variant(ACQUIRE),
+      preload,
+      commandTimeoutMs: this.options.commandTimeoutMs,
+    };
+    const report = await checkServer(this.driver, needs);
+    if (report.evalOnly) this.gateway.useEval();
+    const warn = this.options.warn ?? ((m: string) => this.options.onConnectionError(new Error(m)));
+    report.warnings.forEach(warn);
+    return report.missing;
   }
 
   async ping(timeoutMs: number): Promise<StorePing> {

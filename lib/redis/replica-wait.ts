@@ -72,6 +72,8 @@ export class ReplicaAcks {
     private readonly driver: RedisDriver,
     readonly settings: ReplicaWaitSettings,
     private readonly load: (script: LuaScript) => Promise<void>,
+    /** `false` once the server was found to run scripts only by `EVAL` (`ScriptGateway.useEval`). */
+    private readonly byHash: () => boolean = () => true,
   ) {}
 
   /** Runs `script` then `WAIT` on the master of `keys[0]`. Rejects only when the script itself failed. */
@@ -91,8 +93,9 @@ export class ReplicaAcks {
       if (tracksRole) commands.push(this.roleRefused ? ['INFO', 'replication'] : ['ROLE']);
       return this.driver.pipeline(commands, keys[0]);
     };
-    let results: PipelineReply[] = await send(true);
-    if (isNoScript(results[0]?.[0])) {
+    const hashed = this.byHash();
+    let results: PipelineReply[] = await send(hashed);
+    if (hashed && isNoScript(results[0]?.[0])) {
       // Loaded (`SCRIPT LOAD`, kept by Redis 8, unlike a script sent with EVAL) and sent by SHA again; with EVAL only
       // if it is still unknown there.
       await this.load(script);
@@ -103,7 +106,7 @@ export class ReplicaAcks {
     // WAIT succeeded on the old node: learn the new slot map and send it once more, to the slot's new master.
     if (this.driver.cluster && results[0]?.[0] instanceof Error && /^(MOVED|ASK) /.test(results[0][0].message)) {
       await this.driver.refreshSlots(this.settings.timeoutMs);
-      results = await send(true);
+      results = await send(hashed);
     }
     const [[scriptErr, reply], [waitErr, acked], role] = results;
     if (scriptErr) throw scriptErr;

@@ -21,6 +21,11 @@ export interface ScriptGatewayOptions {
   readonly scripts: readonly LuaScript[];
   /** Where a refusal of `WAIT` found at start-up is reported. */
   readonly onConnectionError: (err: unknown) => void;
+  /**
+   * How long a refusal of `WAIT` found by the probe waits to be reported, in milliseconds (default 0): a start-up
+   * check that begins meanwhile reports it itself (`startupCheck`), so that it is said once.
+   */
+  readonly probeReportDelayMs?: number;
 }
 
 /**
@@ -42,6 +47,10 @@ export class ScriptGateway {
   private readonly sources: ReadonlyMap<string, string>;
   private readonly loading = new Map<string, Promise<void>>();
   private readonly shardedPubSub: boolean;
+  /** The server cannot load scripts (`useEval`): each goes whole by `EVAL`. */
+  private evalOnly = false;
+  /** A start-up check began: it reports a refused `WAIT` itself. */
+  private checked = false;
 
   constructor(
     readonly driver: RedisDriver,
@@ -50,13 +59,35 @@ export class ScriptGateway {
     this.shardedPubSub = options.shardedPubSub;
     this.sources = new Map(options.scripts.map((s) => [s.sha, s.source]));
     if (options.waitForReplicas) {
-      const acks = new ReplicaAcks(driver, options.waitForReplicas, (script) => this.load(script));
+      const acks = new ReplicaAcks(
+        driver,
+        options.waitForReplicas,
+        (script) => this.load(script),
+        () => !this.evalOnly,
+      );
       this.acks = acks;
       void acks.probe().then((refused) => {
-        if (refused && isReplyError(refused)) options.onConnectionError(new NotReplicated(0, 0, 0, undefined, refused));
+        if (!refused || !isReplyError(refused)) return;
+        const report = () => {
+          if (!this.checked) options.onConnectionError(new NotReplicated(0, 0, 0, undefined, refused));
+        };
+        setTimeout(report, options.probeReportDelayMs ?? 0).unref();
       });
     }
     this.batches = !this.acks && !driver.cluster;
+  }
+
+  /** A start-up check began: it says what it finds (a refused `WAIT` included), the probe need not. */
+  startupCheck(): void {
+    this.checked = true;
+  }
+
+  /**
+   * From now on, scripts go whole by `EVAL`: the start-up check found a server that runs scripts but cannot load them
+   * (`SCRIPT` renamed away or refused, or no `EVALSHA`), where each call by SHA would only meet NOSCRIPT first.
+   */
+  useEval(): void {
+    this.evalOnly = true;
   }
 
   /** The source of the script with this SHA, for error messages (`undefined` for a script it does not know). */
@@ -83,6 +114,7 @@ export class ScriptGateway {
    */
   readonly run = (base: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> => {
     const script = this.variant(base);
+    if (this.evalOnly) return this.driver.eval(script.source, keys, args);
     return this.driver.evalsha(script.sha, keys, args).catch((err: unknown) => {
       if (!isNoScript(err)) throw err;
       return this.load(script).then(() =>

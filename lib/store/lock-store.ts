@@ -65,6 +65,8 @@ export interface LockStoreContext {
   readonly waitForReplicas?: ReplicaWaitSettings;
   /** Errors outside any caller's call (e.g. dropping an idle subscription). */
   readonly onConnectionError: (err: unknown) => void;
+  /** What the start-up check found that works but risks the locks (an evicting `maxmemory-policy`, a timeout). */
+  readonly warn?: (message: string) => void;
   /** A connection went down (once, not once per reconnect attempt) or came back. */
   readonly onConnectionState: (change: ConnectionStateChange) => void;
 }

@@ -94,6 +94,12 @@ export interface LockHandle {
    * `LockNotHeldError` if the lock is no longer held.
    */
   extend(ms?: number): Promise<void>;
+  /**
+   * `release()` for `await using lock = await locks.acquire(key)`: the lock is released when the block ends, also
+   * when it throws. Resolves quietly for a handle released already or lost; rejects as `release()` does when Redis
+   * cannot be reached (the lease then frees the lock).
+   */
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 /** One holder of a lock, as `inspect` reports it. */

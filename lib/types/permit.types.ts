@@ -44,6 +44,8 @@ export interface PermitHandle {
   release(): Promise<boolean>;
   /** Makes the lease run `ms` (default: its lease) from now. @throws {LockNotHeldError} when no longer held. */
   extend(ms?: number): Promise<void>;
+  /** `release()` for `await using permit = await locks.acquirePermit(…)`; quiet for a permit released or lost. */
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 /** A semaphore as Redis has it (`inspectPermits`). */

@@ -139,6 +139,27 @@ describe('nest-redis-locks (installed from the packed tarball)', () => {
     expect(r.ms).toBeLessThan(10_000);
   }, 60_000);
 
+  it.each([
+    ['PING', '-ping'],
+    ['SCAN', '-scan'],
+  ])(
+    'says "permission denied (NOPERM …)" when the ACL user may not run %s, not that Redis cannot be reached',
+    async (_, rule) => {
+      const server = await kit.server();
+      const admin = kit.redis(server.url);
+      await admin.call('ACL', 'SETUSER', 'limited', 'on', '>pw', '~*', '&*', '+@all', rule);
+      const url = new URL(server.url);
+      url.username = 'limited';
+      url.password = 'pw';
+      const r = await run(['list', '--url', url.toString(), '--timeout', '1000']);
+      expect(r.code).toBe(1);
+      expectOneLineError(r);
+      expect(r.stderr).toMatch(/permission denied \(NOPERM [^)]*\)/);
+      expect(r.stderr).not.toMatch(/cannot reach|cannot be reached/);
+    },
+    60_000,
+  );
+
   it('watch redraws until Ctrl-C (SIGINT), then exits 0', async () => {
     const prefix = uniquePrefix('cli');
     const engine = kit.engine({ keyPrefix: prefix });

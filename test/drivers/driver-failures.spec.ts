@@ -148,6 +148,16 @@ describe.each(DRIVERS)('the %s driver when Redis fails', (name: DriverName) => {
     }
   });
 
+  it('with waitForReplicas, runs a script the server forgot (SCRIPT FLUSH): the pipeline keeps the other replies', async () => {
+    const e = engine({ waitForReplicas: { replicas: 'connected' } });
+    await (await e.acquire('flush:1')).release();
+    await admin.call('SCRIPT', 'FLUSH');
+    // The script and its WAIT go out in one pipeline: NOSCRIPT for the one must not lose the reply of the other.
+    const held = await e.acquire('flush:1');
+    expect(await e.tryAcquire('flush:2')).not.toBeNull();
+    expect(await held.release()).toBe(true);
+  });
+
   it('wakes a waiter by pub/sub through its own subscriber, at once on release', async () => {
     const e = engine();
     const other = engine();

@@ -22,7 +22,8 @@ describe('quorum mode with a client of each library per master', () => {
   const clients: DriverClient[] = [];
 
   beforeAll(async () => {
-    masters = await Promise.all([RedisProcess.start(), RedisProcess.start(), RedisProcess.start()]);
+    // One master per client library, ioredis (a URL) included: five, a majority of three.
+    masters = await Promise.all([...DRIVERS, 'ioredis'].map(() => RedisProcess.start()));
   }, 30_000);
   afterEach(() => kit.closeAll());
   afterAll(async () => {
@@ -33,7 +34,8 @@ describe('quorum mode with a client of each library per master', () => {
   const engineOnAll = async (prefix: string): Promise<LockEngine> => {
     const opened = await Promise.all(DRIVERS.map((d, i) => openDriverClient(d, { url: masters[i].url })));
     clients.push(...opened);
-    return kit.engine({ redis: opened.map((c) => c.client) as never, keyPrefix: prefix });
+    const redis = [...opened.map((c) => c.client), masters[DRIVERS.length].url];
+    return kit.engine({ redis: redis as never, keyPrefix: prefix });
   };
 
   it('grants on a majority, excludes a second engine, and wakes it on release', async () => {

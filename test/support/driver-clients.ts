@@ -1,12 +1,16 @@
 import { GlideClient, GlideClusterClient, Logger } from '@valkey/valkey-glide';
 import { Cluster as ValkeyCluster, Redis as Valkey } from 'iovalkey';
 import { createClient, createCluster } from 'redis';
+import { createClient as createClient6, createCluster as createCluster6 } from 'redis6';
 
-/** A client library the application may hand the library as `redis` (ioredis, the default, is not listed). */
-export type DriverName = 'iovalkey' | 'node-redis' | 'glide';
+/**
+ * A client library the application may hand the library as `redis` (ioredis, the default, is not listed):
+ * `node-redis` is node-redis 5 (RESP2), `node-redis6` node-redis 6 (RESP3 and a 5 s command timeout by default).
+ */
+export type DriverName = 'iovalkey' | 'node-redis' | 'node-redis6' | 'glide';
 
 /** The client libraries with a driver besides ioredis, in the order the suites run them. */
-export const DRIVERS: readonly DriverName[] = ['iovalkey', 'node-redis', 'glide'];
+export const DRIVERS: readonly DriverName[] = ['iovalkey', 'node-redis', 'node-redis6', 'glide'];
 
 /** Where a client connects: a standalone server's URL, or a Cluster's nodes. */
 export type DriverTarget = { readonly url: string } | { readonly cluster: readonly { host: string; port: number }[] };
@@ -35,10 +39,17 @@ export async function openDriverClient(name: DriverName, target: DriverTarget): 
         },
       };
     }
-    case 'node-redis': {
-      const client = cluster
-        ? createCluster({ rootNodes: cluster.map((n) => ({ url: `redis://${n.host}:${n.port}` })) })
-        : createClient({ url });
+    case 'node-redis':
+    case 'node-redis6': {
+      const rootNodes = cluster?.map((n) => ({ url: `redis://${n.host}:${n.port}` }));
+      const client =
+        name === 'node-redis'
+          ? rootNodes
+            ? createCluster({ rootNodes })
+            : createClient({ url })
+          : rootNodes
+            ? createCluster6({ rootNodes })
+            : createClient6({ url });
       client.on('error', () => undefined);
       await client.connect();
       return {

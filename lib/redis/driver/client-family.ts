@@ -1,5 +1,5 @@
 /**
- * The shape of a node-redis v5 client the library uses (`createClient`, `createCluster`, `createSentinel`): only the
+ * The shape of a node-redis v5 or v6 client the library uses (`createClient`, `createCluster`, `createSentinel`): only the
  * members it calls, so no node-redis types are needed to compile against it.
  */
 export interface NodeRedisLike {

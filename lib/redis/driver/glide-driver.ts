@@ -63,6 +63,14 @@ export class GlideDriver implements RedisDriver {
     return this.up;
   }
 
+  /** GLIDE's `requestTimeout` (its default: 250 ms), from the client or the configuration it was created with. */
+  get clientTimeout(): { readonly ms: number; readonly name: string; readonly setting: string } | undefined {
+    const c = this.c as { requestTimeout?: unknown; config?: { requestTimeout?: unknown } };
+    const ms = typeof c.requestTimeout === 'number' ? c.requestTimeout : (c.config?.requestTimeout ?? 250);
+    if (typeof ms !== 'number') return undefined;
+    return { ms, name: 'requestTimeout', setting: 'requestTimeout in the GLIDE client configuration' };
+  }
+
   evalsha(sha: string, keys: readonly string[], args: readonly CommandArg[]): Promise<unknown> {
     return this.send(['EVALSHA', sha, keys.length, ...keys, ...args]);
   }

@@ -1,6 +1,6 @@
 import type { NodeRedisLike } from './client-family.js';
 import { outageReporter } from './connection-watch.js';
-import { ReplyError } from './reply-error.js';
+import { isReplyError, ReplyError } from './reply-error.js';
 import type {
   ChannelsContext,
   CommandArg,
@@ -23,7 +23,6 @@ interface NodeRedisAny extends NodeRedisLike {
   nodeClient?(node: unknown): Promise<NodeRedisAny>;
   acquire?(): unknown;
   duplicate?(): NodeRedisAny;
-  multi(routing?: string): { addCommand(args: string[]): unknown; execAsPipeline(): Promise<unknown[]> };
   SUBSCRIBE(channel: string, listener: Listener): Promise<unknown>;
   UNSUBSCRIBE(channel: string, listener: Listener): Promise<unknown>;
   SSUBSCRIBE(channel: string, listener: Listener): Promise<unknown>;
@@ -33,7 +32,7 @@ interface NodeRedisAny extends NodeRedisLike {
 }
 
 /**
- * The driver for node-redis v5 clients: a client (`createClient`), a cluster (`createCluster`: commands routed by
+ * The driver for node-redis v5 and v6 clients: a client (`createClient`), a cluster (`createCluster`: commands routed by
  * their first key, wake-ups by the cluster's sharded pub/sub) or a sentinel (`createSentinel`). Commands go through
  * `sendCommand`; the server's error replies (`ErrorReply`) become `ReplyError`s. The application connects its client
  * (until it does, calls fail as unavailable) and closes it: the library closes only the subscriber it duplicated.
@@ -54,6 +53,20 @@ export class NodeRedisDriver implements RedisDriver {
 
   get connected(): boolean {
     return this.c.isReady ?? this.c.isOpen;
+  }
+
+  /**
+   * The client's command timeout (`commandOptions.timeout`; node-redis 6 sets 5 s by default, 5 none), from the
+   * client (or cluster) or, for a sentinel, from its options.
+   */
+  get clientTimeout(): { readonly ms: number; readonly name: string; readonly setting: string } | undefined {
+    const c = this.c as {
+      _commandOptions?: { timeout?: unknown };
+      options?: { commandOptions?: { timeout?: unknown } };
+    };
+    const ms = c._commandOptions?.timeout ?? c.options?.commandOptions?.timeout;
+    if (typeof ms !== 'number' || ms <= 0) return undefined;
+    return { ms, name: 'command timeout', setting: 'commandOptions.timeout in the node-redis client options' };
   }
 
   evalsha(sha: string, keys: readonly string[], args: readonly CommandArg[]): Promise<unknown> {
@@ -78,17 +91,14 @@ export class NodeRedisDriver implements RedisDriver {
   }
 
   async pipeline(commands: readonly (readonly CommandArg[])[], key?: string): Promise<PipelineReply[]> {
-    const multi = this.cluster ? this.c.multi(key) : this.c.multi();
-    for (const command of commands) multi.addCommand(command.map(String));
-    try {
-      const replies = await multi.execAsPipeline();
-      return replies.map((r) => (r instanceof Error ? [toReplyError(r), undefined] : [null, r]));
-    } catch (err) {
-      // Some commands were refused: the others' replies are still there.
-      const e = err as { replies?: unknown[]; errorIndexes?: number[] };
-      if (!Array.isArray(e.replies)) throw rethrowable(err);
-      return e.replies.map((r) => (isErrorReply(r) ? [toReplyError(r as Error), undefined] : [null, r]));
+    // Sent in one tick on one connection (node-redis writes a tick's commands together, in order), each settled on its
+    // own: its `multi().execAsPipeline()` rejects with the first error reply alone (node-redis 5 and 6), losing the
+    // replies of the others, which ran all the same (a NOSCRIPT must not lose the WAIT after it).
+    const settled = await Promise.allSettled(commands.map((command) => this.send(command, key)));
+    if (settled.every((r) => r.status === 'rejected' && !isReplyError(r.reason))) {
+      throw (settled[0] as PromiseRejectedResult).reason;
     }
+    return settled.map((r) => (r.status === 'fulfilled' ? [null, r.value] : [r.reason as Error, undefined]));
   }
 
   masters(): readonly DriverNode[] {

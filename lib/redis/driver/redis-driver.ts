@@ -42,7 +42,7 @@ export interface DriverChannels extends WakeUpChannels {
 export type ConnectionEvent = { readonly state: 'up' } | { readonly state: 'down'; readonly error: unknown };
 
 /**
- * The one seam between the library and a Redis client (ioredis, iovalkey, node-redis v5, Valkey GLIDE): what the
+ * The one seam between the library and a Redis client (ioredis, iovalkey, node-redis v5 and v6, Valkey GLIDE): what the
  * stores, the script gateway, the start-up check and the key scan need of a connection, and nothing else. A driver
  * turns the server's error replies into `ReplyError`s whose message starts with the server's code (`NOSCRIPT …`), and
  * never closes a client the application passed in.
@@ -58,6 +58,11 @@ export interface RedisDriver {
   readonly owned: boolean;
   /** Whether the command connection is up now, as far as the client knows. */
   readonly connected: boolean;
+  /**
+   * The client's own bound on one command, where it has one the driver can read (GLIDE's `requestTimeout`, node-redis'
+   * command timeout): its value in milliseconds, its name, and the setting that changes it (for the start-up check).
+   */
+  readonly clientTimeout?: { readonly ms: number; readonly name: string; readonly setting: string };
   /** `EVALSHA sha numkeys …keys …args`, routed by the first key on a Cluster. */
   evalsha(sha: string, keys: readonly string[], args: readonly CommandArg[]): Promise<unknown>;
   /** `EVAL source numkeys …keys …args`, routed by the first key on a Cluster. */
