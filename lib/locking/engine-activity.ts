@@ -1,4 +1,5 @@
 import { LEADER_KEY_PREFIX } from '../leader/leader-options.js';
+import type { AlarmScope } from './alarm-scope.js';
 import type { Hold } from './hold.js';
 import { kindOf } from './lock-events.js';
 import type { WaitRecord } from './waiting.js';
@@ -34,7 +35,18 @@ export class EngineActivity {
   constructor(
     private readonly kept: { list(): Iterable<Hold> },
     private readonly room: { records(): Iterable<WaitRecord> },
+    private readonly scope: AlarmScope,
   ) {}
+
+  /** Whether the deadlock alarm, and the board's highlights, report holds of and waits for `key`. */
+  alarmsCover(key: string): boolean {
+    return this.scope.covers(key);
+  }
+
+  /** Has leadership `key` reported by the alarm too (a campaign's `alarms: true`) until the returned function runs. */
+  includeInAlarms(key: string): () => void {
+    return this.scope.include(key);
+  }
 
   /** The holds kept now (released or lost ones may still be listed until they leave). */
   holds(): Iterable<Hold> {
