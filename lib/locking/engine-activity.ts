@@ -25,6 +25,8 @@ export interface LockLoad {
   readonly holds: LoadCounts;
   /** Acquisitions waiting now (a standby leader's campaign is a waiter of kind `leader`). */
   readonly waiters: LoadCounts;
+  /** Holds among `holds` that are in doubt now (the connection to Redis dropped or went silent). */
+  readonly inDoubt: LoadCounts;
 }
 
 /**
@@ -62,10 +64,25 @@ export class EngineActivity {
   load(): LockLoad {
     const holds = { lock: 0, semaphore: 0, leader: 0 };
     const waiters = { lock: 0, semaphore: 0, leader: 0 };
-    for (const hold of this.kept.list())
-      if (!hold.ended && !hold.lost) holds[loadKindOf(kindOf(hold.lock), hold.key)]++;
+    const inDoubt = { lock: 0, semaphore: 0, leader: 0 };
+    for (const hold of this.kept.list()) {
+      if (hold.ended || hold.lost) continue;
+      const kind = loadKindOf(kindOf(hold.lock), hold.key);
+      holds[kind]++;
+      if (hold.doubtSince !== undefined) inDoubt[kind]++;
+    }
     for (const wait of this.room.records()) waiters[loadKindOf(wait.kind, wait.key)]++;
-    return { holds, waiters };
+    return { holds, waiters, inDoubt };
+  }
+
+  /** The holds in doubt now: key and owner id, at most `max` of them. */
+  inDoubt(max: number): { readonly key: string; readonly owner: string }[] {
+    const out: { key: string; owner: string }[] = [];
+    for (const hold of this.kept.list()) {
+      if (out.length >= max) break;
+      if (!hold.ended && !hold.lost && hold.doubtSince !== undefined) out.push({ key: hold.key, owner: hold.owner.id });
+    }
+    return out;
   }
 }
 
