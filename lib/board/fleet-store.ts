@@ -164,15 +164,19 @@ export class FleetStore {
       'the board samples read',
     );
     const records: FleetInstanceRecord[] = [];
-    ids.forEach((_id, i) => {
+    const gone: string[] = [];
+    ids.forEach((id, i) => {
       const [[infoErr, infoText], [listErr, list]] = [replies[2 * i], replies[2 * i + 1]];
       const err = infoErr ?? listErr;
       if (err) throw err;
-      if (typeof infoText !== 'string' || !Array.isArray(list)) return; // expired: the instance is gone
+      if (typeof infoText !== 'string' || !Array.isArray(list)) return void gone.push(id); // expired: it is gone
       const parsed = JSON.parse(infoText) as FleetInstanceInfo;
       const decoded = list.map(decodeSample).filter((s): s is BoardLoadSample => s !== undefined);
       records.push({ ...parsed, samples: decoded });
     });
+    // An instance that died never removed itself: the first board to find its record expired does (bounded, or not).
+    if (gone.length)
+      await bounded(client.send(['ZREM', index, ...gone], index), this.timeoutMs, 'ZREM').catch(() => undefined);
     return records;
   }
 
