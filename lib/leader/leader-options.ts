@@ -2,7 +2,12 @@ import { LockConfigError } from '../errors/lock-config.error.js';
 import { validateLockKey } from '../redis/key-layout.js';
 import type { CampaignOptions } from './leader.types.js';
 
-/** The defaults of `CampaignOptions`, merged here and nowhere else. */
+/**
+ * The defaults of `CampaignOptions`, merged here and nowhere else: a 10 s lease; 1 s before campaigning again; a
+ * shutdown waits 10 s at most for the leader's function (then releases and leaves it behind, logged); and no deadlock
+ * alarm for the leadership (`alarms: false`: a leader holds, and its standbys wait, by design; `true` reports both
+ * like any lock's, and has the board highlight it).
+ */
 export const DEFAULT_CAMPAIGN_OPTIONS: Readonly<Required<CampaignOptions>> = Object.freeze({
   leaseMs: 10_000,
   restartDelayMs: 1_000,
