@@ -20,7 +20,7 @@ function aborted(signal: AbortSignal): Promise<void> {
 
 const APP_ID = 'APP_ID';
 /** Which app's stubborn relay ran, and when (the class is shared by the apps of a test). */
-const elected: { app: string; at: number }[] = [];
+const elected: { app: string; at: number; reason?: unknown }[] = [];
 /** What the functions that ignore their signal wait for: the end of the test, not their signal. */
 let endOfTest = deferred();
 
@@ -30,8 +30,10 @@ class StubbornRelay {
 
   /** Ignores its signal: it would keep a shutdown waiting for ever without the bound. */
   @Leader('stubborn', { leaseMs: 2_000, restartDelayMs: 100, shutdownTimeoutMs: 400 })
-  async run(): Promise<void> {
-    elected.push({ app: this.app, at: performance.now() });
+  async run(lead: Leadership): Promise<void> {
+    const run: (typeof elected)[number] = { app: this.app, at: performance.now() };
+    elected.push(run);
+    lead.signal.addEventListener('abort', () => (run.reason = lead.signal.reason), { once: true });
     await endOfTest.promise;
   }
 }
@@ -127,5 +129,7 @@ describe('leaderships and the deadlock alarm, and bounded shutdown', () => {
     await until(() => elected.length === 2, 1_500, 'the other app elected');
     expect(elected[1].app).not.toBe(elected[0].app);
     expect(kit.logger.lines.some((l) => l.startsWith('error: leader "stubborn"'))).toBe(true);
+    // Its signal said why: the application shut down while it was leading.
+    expect(String((elected[0].reason as Error).message)).toMatch(/closed while leading "stubborn" \(term \d+\)/);
   }, 15_000);
 });
