@@ -145,6 +145,22 @@ describe('lock board: the fleet at a glance', () => {
     expect(problems).toEqual([]);
   }, 90_000);
 
+  it('a leadership is highlighted only when the campaign of the instance serving the board asks (alarms: true)', async () => {
+    const keyPrefix = uniquePrefix('loud');
+    const app = await board({ keyPrefix, lockOptions: { holdWarningMs: 200 }, board: { refreshMs: 100 } });
+    const stops = [
+      app.locks.campaign('quiet', (l) => aborted(l.signal)),
+      app.locks.campaign('loud', (l) => aborted(l.signal), { alarms: true }),
+    ];
+    kit.add(() => Promise.all(stops.map((s) => s())));
+    const flagged = async () => {
+      const snapshot = (await (await fetch(`${app.origin}/locks/api/snapshot`)).json()) as BoardView['snapshot'];
+      return snapshot.entries.filter((e) => e.alarms.heldTooLong).map((e) => e.key);
+    };
+    await until(async () => (await flagged()).length > 0, 5_000, 'a leadership flagged');
+    expect(await flagged()).toEqual(['leader:loud']);
+  }, 20_000);
+
   it('a hold in doubt is marked in the table and counted in the charts', async () => {
     const proxy = await RedisProxy.start(redisUrl());
     kit.add(() => proxy.close());
