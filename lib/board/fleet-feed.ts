@@ -55,10 +55,13 @@ export class FleetFeed {
 
   /** The fleet's load now: every instance's series and the total, this instance's fresh. */
   async view(): Promise<BoardFleet> {
-    const now = Date.now();
-    if (!this.cached || now - this.cached.at >= this.refreshMs) this.cached = { at: now, fleet: this.readFleet() };
+    const asked = Date.now();
+    if (!this.cached || asked - this.cached.at >= this.refreshMs) this.cached = { at: asked, fleet: this.readFleet() };
     const { records, error } = await this.cached.fleet;
-    const self = { ...this.info(), samples: this.history.samples(now), now: this.history.now() };
+    // The grid ends at this instance's numbers now, so that its last point and its row say the same.
+    const current = this.history.now();
+    const now = current.at;
+    const self = { ...this.info(), samples: this.history.samples(now), now: current };
     const writeError = this.store?.lastWriteError;
     const why = error ?? (writeError ? `this instance's samples could not be written: ${writeError}` : undefined);
     return fleetSeries(records, self, now, why);
