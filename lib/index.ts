@@ -76,4 +76,4 @@ export {
   LockUnavailableError,
   PermitDeadlockError,
 } from './errors/index.js';
-export type { LockLostReason, LockUnavailableReason, LockOperation } from './errors/index.js';
+export type { LockClosedDuring, LockLostReason, LockUnavailableReason, LockOperation } from './errors/index.js';

@@ -19,6 +19,18 @@ class ArticlesRedisCloser implements OnApplicationShutdown {
   }
 }
 
+/**
+ * The deadlock alarm's thresholds from LOCK_HOLD_WARNING_MS and LOCK_WAIT_WARNING_MS, in milliseconds (unset: the
+ * library's defaults, 60 s and 5 s). The relay's leadership is never reported: it lasts, and its standbys wait, by design.
+ */
+function alarmThresholdsFromEnv(env: NodeJS.ProcessEnv = process.env): {
+  holdWarningMs?: number;
+  waitWarningMs?: number;
+} {
+  const ms = (value: string | undefined) => (value ? Number(value) : undefined);
+  return { holdWarningMs: ms(env.LOCK_HOLD_WARNING_MS), waitWarningMs: ms(env.LOCK_WAIT_WARNING_MS) };
+}
+
 /** The articles sample application, against the Redis at `redisUrl`. */
 @Module({})
 export class AppModule {
@@ -26,7 +38,7 @@ export class AppModule {
     return {
       module: AppModule,
       imports: [
-        RedisLockModule.forRoot({ redis: redisUrl, isGlobal: true }),
+        RedisLockModule.forRoot({ redis: redisUrl, isGlobal: true, ...alarmThresholdsFromEnv() }),
         ScheduleModule.forRoot(),
         ...lockBoardFromEnv(),
       ],

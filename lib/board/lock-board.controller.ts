@@ -2,7 +2,7 @@ import { Body, Controller, Get, Post, Query, Req, Res, UseGuards, VERSION_NEUTRA
 import type { Type } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { BOARD_CSS } from './assets/board-style.js';
-import { BOARD_HTML } from './assets/board-page.js';
+import { BOARD_HTML, BOARD_ICON } from './assets/board-page.js';
 import { BOARD_JS } from './assets/board-script.js';
 import { crossSiteRefusal, describeRequest } from './board-requests.js';
 import type { BoardRequest } from './board-requests.js';
@@ -52,6 +52,11 @@ export function lockBoardController(path: string, guards: readonly LockBoardGuar
     @Get('board.js')
     script(@Res() res: unknown): void {
       this.send(res, 200, 'text/javascript; charset=utf-8', BOARD_JS);
+    }
+
+    @Get('favicon.svg')
+    icon(@Res() res: unknown): void {
+      this.send(res, 200, 'image/svg+xml', BOARD_ICON);
     }
 
     @Get('board.css')

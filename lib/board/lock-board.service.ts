@@ -7,8 +7,8 @@ import { LockService } from '../nest/lock.service.js';
 import { BOARD_KINDS } from '../read-model/kinds.js';
 import type { BoardEngine } from '../read-model/kinds.js';
 import { RecentEvents } from './recent-events.js';
-import { LoadHistory } from './load-history.js';
-import type { BoardLoadHistory } from './load-history.js';
+import { FleetFeed } from './fleet-feed.js';
+import type { BoardFleet } from './fleet-series.js';
 import type { BoardEntry, BoardEvent, BoardSnapshot } from '../read-model/snapshot.types.js';
 import { BoardSnapshots } from '../read-model/snapshots.js';
 import { validateLockKey } from '../redis/key-layout.js';
@@ -26,8 +26,13 @@ export interface BoardView {
   readonly allowForceRelease: boolean;
   readonly refreshMs: number;
   readonly kinds: readonly string[];
-  /** This instance's holds and waiters per kind over the last fifteen minutes, and the deadlock alarm's moments. */
-  readonly load: BoardLoadHistory;
+  /**
+   * Holds, waiters, holds in doubt and deadlock alarms per kind over the history there is (up to fifteen minutes), of
+   * every instance that publishes its samples and in total.
+   */
+  readonly fleet: BoardFleet;
+  /** Holds in doubt now, of this instance and as the other instances last published them (key and owner). */
+  readonly inDoubt: readonly { readonly key: string; readonly owner: string }[];
 }
 
 /** The outcome of a force release asked by a request. */
@@ -45,14 +50,14 @@ export class LockBoardService implements OnModuleInit, OnModuleDestroy {
   private engine: BoardEngine | undefined;
   private snapshots: BoardSnapshots | undefined;
   private readonly events: RecentEvents;
-  private readonly history: LoadHistory;
+  private readonly feed: FleetFeed;
 
   constructor(
     @Inject(LOCK_BOARD_SETTINGS) readonly settings: LockBoardSettings,
     private readonly moduleRef: ModuleRef,
   ) {
     this.events = new RecentEvents(settings.recentEvents);
-    this.history = new LoadHistory(settings.historySampleMs);
+    this.feed = new FleetFeed(settings.historySampleMs, settings.refreshMs);
   }
 
   onModuleInit(): void {
@@ -77,17 +82,18 @@ export class LockBoardService implements OnModuleInit, OnModuleDestroy {
       kinds: BOARD_KINDS,
     });
     if (this.settings.recentEvents > 0) this.events.attach(engine);
-    this.history.attach(engine);
+    this.feed.attach(locks.engine);
   }
 
-  onModuleDestroy(): void {
+  /** Stops recording, and removes this instance's samples from Redis (before the lock module closes its connection). */
+  async onModuleDestroy(): Promise<void> {
     this.events.detach();
-    this.history.detach();
+    await this.feed.detach();
   }
 
   /** The shared snapshot for `filter` with this instance's recent events. */
   async view(filter: string): Promise<BoardView> {
-    const snapshot = await this.ready().snapshots.get(filter);
+    const [snapshot, fleet] = await Promise.all([this.ready().snapshots.get(filter), this.feed.view()]);
     return {
       snapshot,
       events: this.events.list(),
@@ -95,7 +101,8 @@ export class LockBoardService implements OnModuleInit, OnModuleDestroy {
       allowForceRelease: this.settings.allowForceRelease,
       refreshMs: this.settings.refreshMs,
       kinds: BOARD_KINDS.map((k) => k.name),
-      load: this.history.view(),
+      fleet,
+      inDoubt: fleet.instances.flatMap((i) => i.inDoubt),
     };
   }
 

@@ -67,7 +67,8 @@ export class RecentEvents {
       ),
       engine.on('held-too-long', (e) =>
         this.add({
-          type: 'held-too-long',
+          // A waiter's alarm is a wait past waitWarningMs, not a hold: the page says so.
+          type: e.detectedBy === 'holder' ? 'held-too-long' : 'waited-too-long',
           key: e.key,
           mode: e.mode,
           owner: e.owner,

@@ -7,6 +7,7 @@ export { LockUpgradeError } from './lock-upgrade.error.js';
 export { LockKeyError } from './lock-key.error.js';
 export { LockConfigError } from './lock-config.error.js';
 export { LockClosedError } from './lock-closed.error.js';
+export type { LockClosedDuring } from './lock-closed.error.js';
 export { LockUnavailableError } from './lock-unavailable.error.js';
 export type { LockUnavailableReason, LockOperation } from './lock-unavailable.error.js';
 export { PermitDeadlockError } from './permit-deadlock.error.js';

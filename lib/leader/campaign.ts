@@ -9,6 +9,8 @@ import type { CampaignOptions, LeaderFn, Leadership } from './leader.types.js';
 export interface LeaderPort {
   acquire(key: string, options: AcquireOptions): Promise<LockHandle>;
   inspect(key: string): Promise<LockInfo | null>;
+  /** Where a campaign asking for alarms (`alarms: true`) has its leadership reported by the deadlock alarm. */
+  activity(): { includeInAlarms(key: string): () => void };
 }
 
 /** Runs `fn` as a new lock owner of its own, whatever context the caller is in. */
@@ -113,11 +115,15 @@ export class Campaign {
     return true;
   }
 
-  /** Stops campaigning; the current term ends with `reason`. Resolves once its function returned and it released. */
-  stop(reason: unknown): Promise<void> {
+  /**
+   * Stops campaigning; the current term ends with `reason` (or what `termReason` makes of its term). Resolves once its
+   * function returned, or `shutdownTimeoutMs` after this call (the function is then left behind), and it released.
+   */
+  stop(reason: unknown, termReason?: (term: number) => unknown): Promise<void> {
     if (!abortedOf.call(this.stopping.signal)) {
       this.stopping.abort(reason);
-      this.term?.end(reason);
+      const term = this.term;
+      term?.end(termReason ? termReason(term.handle.fencingToken) : reason);
     }
     return this.done;
   }
@@ -133,6 +139,35 @@ export class Campaign {
       if (next === 'pause')
         await pause(this.options.restartDelayMs, undefined, { signal: this.stopping.signal }).catch(noop);
     }
+  }
+
+  /**
+   * Runs the function for `term`; once the campaign is stopping, waits for it `shutdownTimeoutMs` at most, then leaves
+   * it behind (logged) so that the term's lock is released and the shutdown goes on. Rejects as the function does.
+   */
+  private async run(term: Term): Promise<void> {
+    const running = Promise.resolve().then(() => this.fn(term.leadership));
+    let timer: NodeJS.Timeout | undefined;
+    let stopListening = noop;
+    const leftBehind = new Promise<true>((resolve) => {
+      const wait = () => (timer = setTimeout(() => resolve(true), this.options.shutdownTimeoutMs));
+      if (this.stopped) return wait();
+      this.stopping.signal.addEventListener('abort', wait, { once: true });
+      stopListening = () => this.stopping.signal.removeEventListener('abort', wait);
+    });
+    try {
+      if ((await Promise.race([running.then(() => false), leftBehind])) !== true) return;
+    } finally {
+      clearTimeout(timer);
+      stopListening();
+    }
+    const { term: number } = term.leadership;
+    this.logger.error(
+      `leader "${this.name}" (term ${number}): the leader's function did not return within shutdownTimeoutMs ` +
+        `(${this.options.shutdownTimeoutMs} ms) after its signal aborted; releasing the leadership and leaving the ` +
+        `function behind (it still runs: make it return when lead.signal aborts)`,
+    );
+    running.catch(noop);
   }
 
   /** Campaigns once (one waiting acquisition) and, when elected, serves the term. Never rejects. */
@@ -164,7 +199,7 @@ export class Campaign {
       if (this.stopped) term.end(this.stopping.signal.reason);
       else {
         this.logger.log?.(`leader "${this.name}": elected, term ${handle.fencingToken}`);
-        await this.fn(term.leadership);
+        await this.run(term);
       }
     } catch (err) {
       this.logger.error(

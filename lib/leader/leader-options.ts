@@ -2,10 +2,17 @@ import { LockConfigError } from '../errors/lock-config.error.js';
 import { validateLockKey } from '../redis/key-layout.js';
 import type { CampaignOptions } from './leader.types.js';
 
-/** The defaults of `CampaignOptions`, merged here and nowhere else. */
+/**
+ * The defaults of `CampaignOptions`, merged here and nowhere else: a 10 s lease; 1 s before campaigning again; a
+ * shutdown waits 10 s at most for the leader's function (then releases and leaves it behind, logged); and no deadlock
+ * alarm for the leadership (`alarms: false`: a leader holds, and its standbys wait, by design; `true` reports both
+ * like any lock's, and has the board highlight it).
+ */
 export const DEFAULT_CAMPAIGN_OPTIONS: Readonly<Required<CampaignOptions>> = Object.freeze({
   leaseMs: 10_000,
   restartDelayMs: 1_000,
+  shutdownTimeoutMs: 10_000,
+  alarms: false,
 });
 
 /** Shortest leadership lease accepted (ms): the watchdog renews every third of it. */
@@ -30,6 +37,7 @@ export function resolveCampaignOptions(name: string, options: CampaignOptions = 
   for (const [option, min] of [
     ['leaseMs', MIN_LEADER_LEASE_MS],
     ['restartDelayMs', 0],
+    ['shutdownTimeoutMs', 0],
   ] as const) {
     const value: unknown = options[option];
     if (value === undefined) continue;
@@ -41,6 +49,16 @@ export function resolveCampaignOptions(name: string, options: CampaignOptions = 
       );
     }
     resolved[option] = value;
+  }
+  if (options.alarms !== undefined) {
+    if (typeof options.alarms !== 'boolean') {
+      throw new LockConfigError(
+        `invalid alarms for leader "${name}": ${JSON.stringify(options.alarms) ?? typeof options.alarms}; expected true (the deadlock alarm and the board report this leadership) or false (the default)`,
+        'alarms',
+        `leader:${name}`,
+      );
+    }
+    resolved.alarms = options.alarms;
   }
   return resolved;
 }

@@ -54,6 +54,19 @@ export interface CampaignOptions {
    * and between attempts while Redis cannot be reached. In milliseconds; default `1_000`.
    */
   readonly restartDelayMs?: number;
+  /**
+   * How long a shutdown (the engine's `close`, the application's, or the campaign's stop function) waits for the
+   * leader's function to return after its `signal` aborted. When it runs out, the term's lock is released, the function
+   * is left running behind (an error names the role) and the shutdown goes on. `0`: the lock is released at once. In
+   * milliseconds; default `10_000`.
+   */
+  readonly shutdownTimeoutMs?: number;
+  /**
+   * Whether the deadlock alarm (`holdWarningMs`, `waitWarningMs`: the `held-too-long` event, its warning and metric)
+   * and the board's alarm highlights report this leadership. A leadership lasts, and its standbys wait, by design, so
+   * by default neither the leader's long hold nor the standbys' long wait is reported. Default `false`.
+   */
+  readonly alarms?: boolean;
 }
 
 /** What a campaign runs for each term it wins. */

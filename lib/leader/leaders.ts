@@ -29,9 +29,11 @@ export class Leaders {
     const key = leaderKey(name);
     const resolved = resolveCampaignOptions(name, options);
     if (this.closing) throw new LockClosedError(key);
+    // A leadership lasts and its standbys wait by design: the deadlock alarm leaves it out unless asked.
+    const quiet = resolved.alarms ? this.port.activity().includeInAlarms(key) : noop;
     const campaign = new Campaign(name, key, fn, resolved, this.port, this.scope, this.logger);
     this.campaigns.add(campaign);
-    void campaign.done.then(() => this.campaigns.delete(campaign));
+    void campaign.done.then(() => (this.campaigns.delete(campaign), quiet()));
     return () => campaign.stop(termEnded(name, 'the campaign was stopped'));
   }
 
@@ -88,11 +90,17 @@ export class Leaders {
    */
   stopAll(): Promise<void> {
     this.closing = true;
-    return Promise.all([...this.campaigns].map((c) => c.stop(new LockClosedError(leaderKey(c.name))))).then(
-      () => undefined,
+    const stops = [...this.campaigns].map((c) =>
+      c.stop(
+        new LockClosedError(leaderKey(c.name)),
+        (term) => new LockClosedError(leaderKey(c.name), { leader: c.name, term }),
+      ),
     );
+    return Promise.all(stops).then(() => undefined);
   }
 }
+
+function noop(): void {}
 
 /** The leader in `inspect`'s answer on a leadership lock. */
 function leaderOf(info: LockInfo | null): LeaderInfo | null {

@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import type { AlarmScope } from './alarm-scope.js';
 import type { Hold } from './hold.js';
 import { kindOf } from './lock-events.js';
 import type { HeldTooLongEvent } from './lock-events.js';
@@ -15,7 +16,7 @@ export interface ProcessIdentity {
 /**
  * The deadlock alarm: one timer that reports, once each, a hold kept longer than `holdWarningMs` and a waiter
  * waiting longer than `waitWarningMs` (with the current holders' identities, read from Redis). `0` turns a
- * threshold off.
+ * threshold off. Holds and waits outside `scope` (leaderships, by default) are not reported.
  */
 export class DeadlockAlarm {
   private timer: NodeJS.Timeout | undefined;
@@ -31,6 +32,7 @@ export class DeadlockAlarm {
     private readonly waits: { records(): Iterable<WaitRecord> },
     private readonly inspect: (key: string) => Promise<LockInfo | null>,
     private readonly report: (event: HeldTooLongEvent) => void,
+    private readonly scope: AlarmScope,
   ) {
     this.holdWarningMs = thresholds.holdWarningMs;
     this.waitWarningMs = thresholds.waitWarningMs;
@@ -57,6 +59,7 @@ export class DeadlockAlarm {
       for (const hold of this.holds.list()) {
         const heldMs = now - hold.acquiredAt;
         if (heldMs < this.holdWarningMs || this.holdAlarmed.has(hold) || !hold.active) continue;
+        if (!this.scope.covers(hold.key)) continue;
         this.holdAlarmed.add(hold);
         this.report({
           key: hold.key,
@@ -73,7 +76,7 @@ export class DeadlockAlarm {
     if (this.waitWarningMs > 0) {
       for (const wait of this.waits.records()) {
         const waitedMs = now - wait.startedAt;
-        if (waitedMs < this.waitWarningMs || wait.alarmed) continue;
+        if (waitedMs < this.waitWarningMs || wait.alarmed || !this.scope.covers(wait.key)) continue;
         wait.alarmed = true;
         this.inspect(wait.key)
           .then((info) => {

@@ -1,4 +1,5 @@
 import { LEADER_KEY_PREFIX } from '../leader/leader-options.js';
+import type { AlarmScope } from './alarm-scope.js';
 import type { Hold } from './hold.js';
 import { kindOf } from './lock-events.js';
 import type { WaitRecord } from './waiting.js';
@@ -24,6 +25,8 @@ export interface LockLoad {
   readonly holds: LoadCounts;
   /** Acquisitions waiting now (a standby leader's campaign is a waiter of kind `leader`). */
   readonly waiters: LoadCounts;
+  /** Holds among `holds` that are in doubt now (the connection to Redis dropped or went silent). */
+  readonly inDoubt: LoadCounts;
 }
 
 /**
@@ -34,7 +37,18 @@ export class EngineActivity {
   constructor(
     private readonly kept: { list(): Iterable<Hold> },
     private readonly room: { records(): Iterable<WaitRecord> },
+    private readonly scope: AlarmScope,
   ) {}
+
+  /** Whether the deadlock alarm, and the board's highlights, report holds of and waits for `key`. */
+  alarmsCover(key: string): boolean {
+    return this.scope.covers(key);
+  }
+
+  /** Has leadership `key` reported by the alarm too (a campaign's `alarms: true`) until the returned function runs. */
+  includeInAlarms(key: string): () => void {
+    return this.scope.include(key);
+  }
 
   /** The holds kept now (released or lost ones may still be listed until they leave). */
   holds(): Iterable<Hold> {
@@ -50,10 +64,25 @@ export class EngineActivity {
   load(): LockLoad {
     const holds = { lock: 0, semaphore: 0, leader: 0 };
     const waiters = { lock: 0, semaphore: 0, leader: 0 };
-    for (const hold of this.kept.list())
-      if (!hold.ended && !hold.lost) holds[loadKindOf(kindOf(hold.lock), hold.key)]++;
+    const inDoubt = { lock: 0, semaphore: 0, leader: 0 };
+    for (const hold of this.kept.list()) {
+      if (hold.ended || hold.lost) continue;
+      const kind = loadKindOf(kindOf(hold.lock), hold.key);
+      holds[kind]++;
+      if (hold.doubtSince !== undefined) inDoubt[kind]++;
+    }
     for (const wait of this.room.records()) waiters[loadKindOf(wait.kind, wait.key)]++;
-    return { holds, waiters };
+    return { holds, waiters, inDoubt };
+  }
+
+  /** The holds in doubt now: key and owner id, at most `max` of them. */
+  inDoubt(max: number): { readonly key: string; readonly owner: string }[] {
+    const out: { key: string; owner: string }[] = [];
+    for (const hold of this.kept.list()) {
+      if (out.length >= max) break;
+      if (!hold.ended && !hold.lost && hold.doubtSince !== undefined) out.push({ key: hold.key, owner: hold.owner.id });
+    }
+    return out;
   }
 }
 

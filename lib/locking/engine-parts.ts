@@ -9,10 +9,11 @@ import { logConnectionChange, openEngineStore } from './engine-store.js';
 import { HoldDoubt } from './hold-doubt.js';
 import { HoldKeeper } from './hold-keeper.js';
 import { Leftovers } from './leftovers.js';
+import { AlarmScope } from './alarm-scope.js';
 import { DeadlockAlarm, describeHeldTooLong } from './deadlock-alarm.js';
 import { EngineActivity } from './engine-activity.js';
 import { OutageRecheck } from './outage-recheck.js';
-import type { LockEventBus, LockLogger } from './lock-events.js';
+import type { HeldTooLongEvent, LockEventBus, LockLogger } from './lock-events.js';
 import type { LockEngineSettings } from './engine-settings.js';
 import { WaitingRoom } from './waiting.js';
 
@@ -105,10 +106,12 @@ export function assembleEngine(
         }
       );
     });
-  const alarm = new DeadlockAlarm(settings, opened.identity, keeper, room, inspectAny, (event) => {
+  const scope = new AlarmScope();
+  const report = (event: HeldTooLongEvent): void => {
     logger.warn(describeHeldTooLong(event));
     events.emit('held-too-long', event);
-  });
+  };
+  const alarm = new DeadlockAlarm(settings, opened.identity, keeper, room, inspectAny, report, scope);
   const permits = new Permits({
     settings,
     logger,
@@ -121,6 +124,6 @@ export function assembleEngine(
     closed: hooks.closed,
     loseAll: (key, sentBefore, which) => keeper.loseAll(key, sentBefore, which),
   });
-  const activity = new EngineActivity(keeper, room);
+  const activity = new EngineActivity(keeper, room, scope);
   return { store, backend: opened.backend, keeper, room, acquirer, leftovers, alarm, permits, recheck, activity };
 }

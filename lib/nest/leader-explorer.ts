@@ -36,8 +36,13 @@ export class LeaderExplorer implements OnApplicationBootstrap, BeforeApplication
     }
   }
 
-  /** Ends every term before the lock service shuts down: methods awaited, locks released. */
+  /**
+   * Ends every term before the lock service shuts down: methods awaited (`shutdownTimeoutMs` at most), locks released.
+   * The engine's shutdown begins first (as `LockService` begins it in this same phase, whichever hook Nest runs first),
+   * so a leader's signal says it was leading when the application shut down, with its term.
+   */
   async beforeApplicationShutdown(): Promise<void> {
+    this.locks.engine.beginShutdown();
     await Promise.all(this.stops.splice(0).map((stop) => stop()));
   }
 }

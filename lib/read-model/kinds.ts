@@ -169,7 +169,10 @@ function lockEntry(
   if (fairAgeMs !== undefined) [oldestWaitMs, oldestWaitSource] = [Math.round(fairAgeMs), 'fair-queue'];
   if (ownAgeMs !== undefined && (oldestWaitMs === null || ownAgeMs > oldestWaitMs))
     [oldestWaitMs, oldestWaitSource] = [Math.round(ownAgeMs), 'this-process'];
-  const { holdWarningMs, waitWarningMs } = context;
+  // A leadership lasts, and its standbys wait, by design: flagged only when a campaign of this engine asked for it.
+  const alarmed = context.engine.activity().alarmsCover(info.key);
+  const holdWarningMs = alarmed ? context.holdWarningMs : 0;
+  const waitWarningMs = alarmed ? context.waitWarningMs : 0;
   const permits = (info as { readonly permits?: string }).permits;
   return {
     kind: permits ? 'semaphore' : isLeaderKey(info.key) ? LEADER_KIND_NAME : 'lock',

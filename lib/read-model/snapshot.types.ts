@@ -132,7 +132,8 @@ export interface BoardSnapshot {
 export interface BoardEvent {
   /** Increasing per process, for de-duplication by pollers. */
   readonly id: number;
-  /** `acquired`, `released`, `lost`, `timeout`, `held-too-long`, `force-released` (from the board). */
+  /** `acquired`, `released`, `lost`, `timeout`, `held-too-long` (a hold past `holdWarningMs`), `waited-too-long` (a wait past
+   * `waitWarningMs`), `force-released` (from the board). */
   readonly type: string;
   readonly key: string;
   readonly mode: string;

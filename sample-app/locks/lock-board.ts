@@ -32,7 +32,7 @@ export class BoardTokenGuard implements CanActivate {
 
 /**
  * The lock board at /locks-board when BOARD_TOKEN is set (none: not mounted at all). BOARD_ACTIONS=on also allows
- * force release from the page.
+ * force release from the page; BOARD_SAMPLE_MS sets how often each instance samples its load for the charts.
  */
 export function lockBoardFromEnv(env: NodeJS.ProcessEnv = process.env): DynamicModule[] {
   const token = env.BOARD_TOKEN;
@@ -42,6 +42,8 @@ export function lockBoardFromEnv(env: NodeJS.ProcessEnv = process.env): DynamicM
       path: 'locks-board',
       guards: [new BoardTokenGuard(token)],
       allowForceRelease: env.BOARD_ACTIONS === 'on',
+      // How often each instance publishes its load for the charts (default 10 s).
+      historySampleMs: env.BOARD_SAMPLE_MS ? Number(env.BOARD_SAMPLE_MS) : undefined,
     }),
   ];
 }

@@ -16,6 +16,8 @@ import type { SampleInstance } from '../support/sample-app.js';
 const TOKEN = 'b0ard-t0ken';
 const BEARER = { authorization: `Bearer ${TOKEN}` };
 const EXPORTS = 'article-exports';
+/** The deadlock alarm's thresholds of the instances with a board (ms): the relay's leadership outlasts them. */
+const ALARM_MS = 1_500;
 
 describe('sample app: the lock board over 3 processes, and the CLI on the same Redis', () => {
   let server: RedisServerProcess | undefined;
@@ -29,7 +31,14 @@ describe('sample app: the lock board over 3 processes, and the CLI on the same R
     cli = installPackedCli();
     server = await startRedisServer();
     for (let i = 0; i < 3; i++)
-      instances.push(startSampleInstance(await freePort(), server.url, { BOARD_TOKEN: TOKEN }));
+      instances.push(
+        startSampleInstance(await freePort(), server.url, {
+          BOARD_TOKEN: TOKEN,
+          BOARD_SAMPLE_MS: '500',
+          LOCK_HOLD_WARNING_MS: String(ALARM_MS),
+          LOCK_WAIT_WARNING_MS: String(ALARM_MS),
+        }),
+      );
     withoutBoard = startSampleInstance(await freePort(), server.url);
     await Promise.all([...instances, withoutBoard].map((instance) => waitUntilAnswering(instance)));
     browser = await launchChromium();
@@ -184,6 +193,7 @@ describe('sample app: the lock board over 3 processes, and the CLI on the same R
     const snapshot = (await (
       await fetch(`${two.url}/locks-board/api/snapshot?filter=leader:`, { headers: BEARER })
     ).json()) as BoardSnapshot;
+    const ledSince = () => Date.parse(snapshot.leaders[0]?.since ?? '');
     expect(snapshot.leaders.map((l) => [l.name, l.pid, l.term])).toEqual([
       ['articles.relay', now!.leader!.pid, now!.leader!.term],
     ]);
@@ -199,6 +209,21 @@ describe('sample app: the lock board over 3 processes, and the CLI on the same R
       const row = tab.locator('#leader-rows tr[data-leader="articles.relay"]');
       await row.waitFor({ timeout: 10_000 });
       expect(await row.innerText()).toContain(`pid ${now!.leader!.pid}`);
+      // A leadership lasts and its standbys wait, by design: past both thresholds, no alarm anywhere.
+      const lockRow = tab.locator('#rows tr[data-kind="leader"][data-key="leader:articles.relay"]');
+      await lockRow.waitFor({ timeout: 10_000 });
+      await until(() => Date.now() - ledSince() > 2 * ALARM_MS, 15_000, 'the term older than twice the thresholds');
+      await tab.waitForTimeout(1_500); // a few refreshes
+      expect(await lockRow.getAttribute('class')).not.toContain('alarm');
+      expect(await lockRow.locator('.badge').count()).toBe(0);
+      expect(await tab.locator('#summary').innerText()).not.toContain('flagged');
+      expect(await tab.locator('#chart-leader .legend.alarms').count()).toBe(0);
+      // The three instances with a board publish their load: one campaign each, leading or standing by (the fourth,
+      // without a board, publishes nothing, and may be the one leading).
+      const chart = async (cls: string) =>
+        Number(await tab.locator(`#chart-leader .legend.${cls}`).getAttribute('data-now'));
+      expect((await chart('holds')) + (await chart('waiters'))).toBe(3);
+      for (const instance of instances) expect(instance.output()).not.toMatch(/leader:articles\.relay/);
     } finally {
       await context.close();
     }

@@ -1,6 +1,10 @@
 // The board's page. No inline script or style (it must work under a strict Content-Security-Policy), relative URLs
 // only (it must work behind a proxy that adds or strips a path prefix), nothing from elsewhere (it works offline).
 
+/** `favicon.svg` of the board: a padlock (the browser asks for an icon; without one its console shows a 404). */
+export const BOARD_ICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><path d="M4 7V5a4 4 0 0 1 8 0v2" fill="none" stroke="#57606a" stroke-width="2"/><rect x="2" y="7" width="12" height="8" rx="1.5" fill="#0969da"/></svg>
+`;
+
 /** `index.html` of the board. */
 export const BOARD_HTML = `<!doctype html>
 <html lang="en">
@@ -9,6 +13,7 @@ export const BOARD_HTML = `<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
 <title>Locks</title>
+<link rel="icon" href="favicon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="board.css">
 <script src="board.js" defer></script>
 </head>
@@ -28,9 +33,33 @@ export const BOARD_HTML = `<!doctype html>
   </div>
   <p id="summary" class="summary"></p>
   <section id="load" class="load" aria-labelledby="load-title" hidden>
-    <h2 id="load-title">Holds and waiters of this instance, last 15 minutes</h2>
+    <h2 id="load-title">Holds and waiters of the fleet</h2>
+    <div class="controls">
+      <label for="fleet-pick">Show</label>
+      <select id="fleet-pick"><option value="all">All instances</option></select>
+    </div>
+    <p id="fleet-error" class="warn" role="status" hidden></p>
     <p id="load-note" class="muted"></p>
     <div id="charts" class="charts"></div>
+    <details id="fleet" class="fleet">
+      <summary>Instances behind the charts</summary>
+      <div class="scroll" tabindex="0" aria-labelledby="fleet-caption">
+        <table id="fleet-table">
+          <caption id="fleet-caption">Instances publishing their samples (numbers at their last sample; alarms over the window)</caption>
+          <thead>
+            <tr>
+              <th scope="col">Instance</th>
+              <th scope="col">Holds</th>
+              <th scope="col">Waiters</th>
+              <th scope="col">In doubt</th>
+              <th scope="col">Alarms</th>
+              <th scope="col">Last sample</th>
+            </tr>
+          </thead>
+          <tbody id="fleet-rows"></tbody>
+        </table>
+      </div>
+    </details>
   </section>
   <section id="leaders-section" aria-labelledby="leaders-caption" hidden>
     <div class="scroll" tabindex="0" aria-labelledby="leaders-caption">

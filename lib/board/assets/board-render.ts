@@ -65,6 +65,13 @@ export const BOARD_JS_RENDER = String.raw`
     return (h.mode === 'read' ? 'read: ' : 'write: ') + who + count;
   }
 
+  /** A holder of the table, with its state when it is in doubt (its instance cannot confirm it with Redis now). */
+  function holderItem(entry, h, doubt) {
+    var inDoubt = doubt && doubt[entry.key + ' ' + h.owner];
+    return el('li', { class: inDoubt ? 'in-doubt' : null, 'data-state': inDoubt ? 'in-doubt' : 'held' }, holderText(h),
+      inDoubt ? el('span', { class: 'badge doubt', title: 'Its instance cannot reach Redis to confirm the hold: it may be lost' }, 'in doubt') : null);
+  }
+
   function alarmBadges(entry, view) {
     var out = [];
     if (entry.alarms.heldTooLong) out.push(el('span', { class: 'badge', text: 'held > ' + duration(view.snapshot.holdWarningMs) }));
@@ -82,9 +89,9 @@ export const BOARD_JS_RENDER = String.raw`
   }
 
   /** One row of the main table; the key is a button that opens the detail view. */
-  function entryRow(entry, view, selected, open) {
+  function entryRow(entry, view, selected, open, doubt) {
     var holders = el('ul', { class: 'holders' });
-    for (var i = 0; i < entry.holders.length; i++) holders.append(el('li', null, holderText(entry.holders[i])));
+    for (var i = 0; i < entry.holders.length; i++) holders.append(holderItem(entry, entry.holders[i], doubt));
     var keyButton = el('button', { type: 'button', class: 'link key', 'aria-label': 'Details of ' + entry.kind + ' ' + entry.key }, entry.key);
     keyButton.addEventListener('click', function () { open(entry.kind, entry.key); });
     var alarmed = entry.alarms.heldTooLong || entry.alarms.waitedTooLong;

@@ -6,7 +6,7 @@ import { BOARD_JS_CHART } from './board-chart.js';
 import { BOARD_JS_RENDER } from './board-render.js';
 
 const BOARD_JS_MAIN = String.raw`
-  var state = { filter: '', view: null, paused: false, selected: null, releaseScope: null, timer: null, inFlight: false, lastGood: null, refreshMs: 1000 };
+  var state = { filter: '', view: null, paused: false, selected: null, releaseScope: null, timer: null, inFlight: false, lastGood: null, lastView: null, refreshMs: 1000 };
   var REQUEST_TIMEOUT_MS = 10000;
 
   // A path relative to the page, resolved without the user name and password of the page's address (opened as
@@ -42,6 +42,14 @@ const BOARD_JS_MAIN = String.raw`
     box.hidden = false;
   }
 
+  /** The holds in doubt of the view, as 'key owner' strings (this instance's now, the others' at their last sample). */
+  function doubtOf(view) {
+    var out = {};
+    var list = view.inDoubt || [];
+    for (var i = 0; i < list.length; i++) out[list[i].key + ' ' + list[i].owner] = true;
+    return out;
+  }
+
   function render(view) {
     var snapshot = view.snapshot;
     // The keys as the application names them: the prefix's hash-tag brace is the library's business.
@@ -62,7 +70,7 @@ const BOARD_JS_MAIN = String.raw`
       var entry = snapshot.entries[i];
       if (entry.alarms.heldTooLong || entry.alarms.waitedTooLong) alarms++;
       var selected = state.selected && state.selected.kind === entry.kind && state.selected.key === entry.key;
-      var row = entryRow(entry, view, selected, openDetail);
+      var row = entryRow(entry, view, selected, openDetail, doubtOf(view));
       rows.append(row);
       if (focusOn && focusOn.kind === entry.kind && focusOn.key === entry.key) row.querySelector('button').focus();
     }
@@ -81,7 +89,7 @@ const BOARD_JS_MAIN = String.raw`
       summary.append(' ', el('span', { class: 'warn' }, 'Master ' + failure.master + ' could not be scanned: ' + failure.error + '.'));
     }
     renderLeaders(snapshot);
-    renderLoad(view.load);
+    renderLoad(view.fleet);
     var events = byId('events');
     clear(events);
     for (var k = 0; k < view.events.length; k++) events.append(eventItem(view.events[k]));
@@ -108,7 +116,10 @@ const BOARD_JS_MAIN = String.raw`
         var error = res.data.snapshot.error;
         showError(/^Redis cannot be reached/.test(error) ? error : 'Redis cannot be read: ' + error);
         byId('locks').classList.add('stale');
+        // The last table read, its holders marked with what this instance knows now (holds in doubt), and the charts.
+        if (state.lastView) render(Object.assign({}, state.lastView, { fleet: res.data.fleet, inDoubt: res.data.inDoubt || [] }));
       } else {
+        state.lastView = res.data;
         state.lastGood = res.data.snapshot.takenAt;
         showError(null);
         byId('locks').classList.remove('stale');
@@ -230,6 +241,7 @@ const BOARD_JS_MAIN = String.raw`
       this.textContent = state.paused ? 'Resume' : 'Pause';
       if (state.paused) schedule(); else refresh();
     });
+    byId('fleet-pick').addEventListener('change', pickInstance);
     byId('detail-close').addEventListener('click', closeDetail);
     byId('release').addEventListener('click', function () { askRelease(null); });
     byId('confirm-cancel').addEventListener('click', function () { byId('confirm').close('cancel'); });

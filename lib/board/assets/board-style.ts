@@ -52,7 +52,8 @@ ul.holders li + li { margin-top: 0.2rem; }
 ol#events { list-style: none; margin: 0; padding: 0; font-size: 0.93em; }
 ol#events li { padding: 0.2rem 0; border-bottom: 1px solid var(--line); overflow-wrap: anywhere; }
 ol#events .type { font-weight: 600; }
-ol#events .type.lost, ol#events .type.force-released, ol#events .type.timeout, ol#events .type.held-too-long { color: var(--alarm-line); }
+ol#events .type.lost, ol#events .type.force-released, ol#events .type.timeout, ol#events .type.held-too-long,
+  ol#events .type.waited-too-long { color: var(--alarm-line); }
 dialog { max-width: min(36rem, 92vw); border: 1px solid var(--line); border-radius: 6px; color: var(--fg); background: var(--bg); }
 dialog::backdrop { background: rgba(0, 0, 0, 0.45); }
 #confirm-text { word-break: break-all; }
@@ -67,7 +68,15 @@ dialog::backdrop { background: rgba(0, 0, 0, 0.45); }
 .chart polyline { fill: none; stroke-width: 1.6; stroke-linejoin: round; }
 .chart polyline.holds { stroke: var(--focus); }
 .chart polyline.waiters { stroke: var(--alarm-line); stroke-dasharray: 4 3; }
-.chart .alarm-mark { stroke: var(--error-line); stroke-width: 2; }
+.chart polyline.in-doubt { stroke: var(--muted); stroke-dasharray: 1 2; stroke-width: 2; }
+.chart .strip { stroke: var(--line); stroke-width: 0.5; }
+.chart .alarm-mark { fill: var(--error-line); }
+.chart .alarm-mark.wait { fill: var(--alarm-line); }
+.legend.in-doubt { color: var(--muted); font-weight: 600; }
+.badge.doubt { border-color: var(--muted); color: var(--muted); }
+.fleet summary { cursor: pointer; margin: 0.4rem 0; }
+.controls select { font: inherit; padding: 0.2rem 0.4rem; border: 1px solid var(--line); border-radius: 4px; background: var(--bg); color: var(--fg); }
+p.warn { color: var(--alarm-line); font-weight: 600; }
 .legend.holds { color: var(--focus); font-weight: 600; }
 .legend.waiters { color: var(--alarm-line); font-weight: 600; }
 .legend.alarms { color: var(--error-line); font-weight: 600; }
