@@ -35,12 +35,22 @@ export const driftAllowance = (leaseMs: number) => leaseMs * 0.01 + 2;
 
 const conflicts = (a: HoldRecord, b: HoldRecord) => a.grant.mode === 'write' || b.grant.mode === 'write';
 
-/** Overlap of two spans, in milliseconds (negative: none), with the sample that shows it. */
-function overlap(a: HeldSpan, b: HeldSpan): { ms: number; witness: HistoryEvent[] } {
+/**
+ * Overlap of two spans, in milliseconds (negative: none), with the samples that show it: the later hold's first held
+ * sample, and the earlier hold's first held sample after it (`strict`: one the docs do not excuse).
+ */
+function overlap(
+  model: HistoryModel,
+  a: HeldSpan,
+  b: HeldSpan,
+  strict: boolean,
+): { ms: number; witness: HistoryEvent[] } {
   const [first, second] = a.from.t <= b.from.t ? [a, b] : [b, a];
   const ms = Math.min(first.to.t, second.to.t) - second.from.t;
-  // The earlier hold's first sample after the later one's first held sample: held then, though another was too.
-  const late = first.hold.observations.find((o) => saysHeld(o) && o.t > second.from.t) ?? first.to;
+  const late =
+    first.hold.observations.find(
+      (o) => saysHeld(o) && o.t > second.from.t && !(strict && model.excuse(first.hold, o)),
+    ) ?? first.to;
   return { ms, witness: [first.hold.grant, second.hold.grant, second.from, late] };
 }
 
@@ -57,8 +67,8 @@ export function checkExclusion(model: HistoryModel, options: RuleOptions): Findi
       for (let j = i + 1; j < spans.length && spans[j].full.from.t <= spans[i].full.to.t; j++) {
         const [a, b] = [spans[i], spans[j]];
         if (!conflicts(a.full.hold, b.full.hold)) continue;
-        const strict = a.strict && b.strict ? overlap(a.strict, b.strict) : undefined;
-        const full = overlap(a.full, b.full);
+        const strict = a.strict && b.strict ? overlap(model, a.strict, b.strict, true) : undefined;
+        const full = overlap(model, a.full, b.full, false);
         if (full.ms <= options.toleranceMs) continue;
         const failed = strict !== undefined && strict.ms > options.toleranceMs;
         const shown = failed ? strict : full;

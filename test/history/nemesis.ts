@@ -11,7 +11,7 @@ import type { WorkerPool } from './worker-pool.js';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-export type ServerFault = 'redis-pause' | 'redis-restart-aof' | 'redis-restart-none' | 'proxy-cut';
+export type ServerFault = 'redis-pause' | 'redis-restart-aof' | 'redis-restart-none' | 'proxy-cut' | 'clock-step-back';
 export type WorkerFault = 'worker-kill' | 'worker-pause' | 'worker-close';
 export type FaultKind = ServerFault | WorkerFault;
 
@@ -33,12 +33,19 @@ export interface NemesisOptions {
   readonly maxLeaseMs: number;
   /** How long a worker waits for `ready` (the TypeScript loader compiles on a loaded machine). */
   readonly readyTimeoutMs: number;
+  /**
+   * libfaketime's rate for the server's clock (e.g. `x1.005`), with a server that can be wrapped: `clock-step-back`
+   * restarts the server (keeping its AOF) with its clock set 2 hours further back each time, at that rate.
+   */
+  readonly clockRate?: string;
 }
 
 export class Nemesis {
   private readonly log: HistoryLog;
   private readonly random: SeededRandom;
   private running = false;
+  /** The server clock's offset, in hours (`clock-step-back` lowers it). */
+  private clockOffsetHours = 0;
   private lanes: Promise<void>[] = [];
   /** Faults injected, by kind. */
   readonly counts: Partial<Record<FaultKind, number>> = {};
@@ -119,6 +126,18 @@ export class Nemesis {
         this.note(kind, 'begin', `${from} -> ${persistence}`, losing ? 'restart-without-persistence' : undefined);
         const lost = await server.restart(persistence);
         this.note(kind, 'end', lost ? 'data set lost' : 'data set kept');
+        return;
+      }
+      case 'clock-step-back': {
+        if (this.options.clockRate === undefined)
+          throw new Error('clock-step-back needs a server built without jemalloc');
+        const from = server.currentPersistence;
+        this.clockOffsetHours -= 2;
+        const faketime = `${this.clockOffsetHours}h ${this.options.clockRate}`;
+        const losing = from === 'none';
+        this.note(kind, 'begin', `FAKETIME="${faketime}"`, losing ? 'restart-without-persistence' : undefined);
+        await server.restart('aof', faketime);
+        this.note(kind, 'end');
         return;
       }
       case 'proxy-cut': {
