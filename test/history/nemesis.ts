@@ -20,6 +20,7 @@ export const SERVER_FAULTS: readonly ServerFault[] = [
   'redis-restart-aof',
   'redis-restart-none',
   'proxy-cut',
+  'clock-step-back',
 ];
 export const WORKER_FAULTS: readonly WorkerFault[] = ['worker-kill', 'worker-pause', 'worker-close'];
 

@@ -41,6 +41,8 @@ export interface RunOptions {
   readonly leases?: readonly number[];
   readonly mix?: Readonly<Record<OperationKind, number>>;
   readonly sampleMs?: number;
+  /** How long a `poll` operation keeps trying, in milliseconds (default 1500). */
+  readonly pollMs?: number;
   /** Keep the history files (they are kept anyway when the run has violations). */
   readonly keepHistory?: boolean;
   /** Progress lines (default: none). */
@@ -102,6 +104,7 @@ export async function runHistory(options: RunOptions): Promise<RunResult> {
     leases,
     loops: options.loops,
     sampleMs: options.sampleMs ?? 20,
+    pollMs: options.pollMs ?? 1_500,
     mix: options.mix ?? DEFAULT_MIX,
   }));
   const nemesis = new Nemesis(join(dir, 'nemesis.jsonl'), server, pool, {

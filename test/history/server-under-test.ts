@@ -15,7 +15,10 @@ import { findRedisServer } from '../../tools/redis-server.mjs';
 /** libfaketime's preload library on Debian (package libfaketime). */
 export const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 
-/** How the server persists: `aof` (`--appendonly yes`) keeps its data across a kill; `none` loses it. */
+/**
+ * How the server persists: `aof` (`--appendonly yes --appendfsync always`, what the docs name as surviving a restart)
+ * keeps its data across a kill; `none` (`--save "" --appendonly no`) loses it.
+ */
 export type Persistence = 'aof' | 'none';
 
 export interface ServerOptions {
@@ -80,7 +83,7 @@ export class ServerUnderTest {
   private async launch(): Promise<void> {
     const persist =
       this.persistence === 'aof'
-        ? ['--appendonly', 'yes', '--appendfsync', 'everysec', '--save', '']
+        ? ['--appendonly', 'yes', '--appendfsync', 'always', '--save', '']
         : ['--appendonly', 'no', '--save', ''];
     const env: NodeJS.ProcessEnv = { ...process.env };
     if (this.faketime) {

@@ -80,7 +80,7 @@ export class WorkerOperations {
     try {
       if (kind === 'poll') {
         // tryAcquire every few milliseconds: a grant lands as soon as the lease ends in Redis.
-        const until = calledAt + 1_500;
+        const until = calledAt + task.pollMs;
         while (!handle && now() < until && !this.parts.stopping()) {
           handle = await engine.tryAcquire(key, { mode, leaseMs, autoExtend });
           if (!handle) await sleep(random.int(1, 4));

@@ -27,6 +27,8 @@ export interface WorkerTask {
   readonly leases: readonly number[];
   /** Concurrent operation loops (each its own owner context). */
   readonly loops: number;
+  /** How long a `poll` operation keeps calling `tryAcquire` before it gives up, in milliseconds. */
+  readonly pollMs: number;
   /** How often a held handle is sampled, in milliseconds (jittered by up to half). */
   readonly sampleMs: number;
   /**
