@@ -73,6 +73,7 @@ describe('history-checked fault suite', () => {
         leases: [2_000, 3_000],
         sampleMs: 5,
         pollMs: 5_000,
+        noExtendHold: [0.9, 1.4],
         mix: { exclusive: 1, 'exclusive-no-extend': 3, read: 0, poll: 3, permit: 2 },
         faults: { 'clock-step-back': 1, 'worker-pause': 1 },
         gapMs: [2_000, 4_000],

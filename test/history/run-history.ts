@@ -41,6 +41,8 @@ export interface RunOptions {
   readonly leases?: readonly number[];
   readonly mix?: Readonly<Record<OperationKind, number>>;
   readonly sampleMs?: number;
+  /** How long locks without `autoExtend` are held, as fractions of their lease (default [0, 1.3]). */
+  readonly noExtendHold?: readonly [number, number];
   /** How long a `poll` operation keeps trying, in milliseconds (default 1500). */
   readonly pollMs?: number;
   /** Keep the history files (they are kept anyway when the run has violations). */
@@ -105,6 +107,7 @@ export async function runHistory(options: RunOptions): Promise<RunResult> {
     loops: options.loops,
     sampleMs: options.sampleMs ?? 20,
     pollMs: options.pollMs ?? 1_500,
+    noExtendHold: options.noExtendHold ?? [0, 1.3],
     mix: options.mix ?? DEFAULT_MIX,
   }));
   const nemesis = new Nemesis(join(dir, 'nemesis.jsonl'), server, pool, {

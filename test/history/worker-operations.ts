@@ -113,7 +113,8 @@ export class WorkerOperations {
       { isHeld: () => h.isHeld, state: () => h.state, signal: () => h.signal },
       (listener) => h.onStateChange(listener),
     );
-    const holdMs = random.int(0, Math.round(leaseMs * (autoExtend ? 2.5 : 1.3)));
+    const [lo, hi] = autoExtend ? [0, 2.5] : task.noExtendHold;
+    const holdMs = random.int(Math.round(leaseMs * lo), Math.round(leaseMs * hi));
     await this.holdFor(
       holdMs,
       random,

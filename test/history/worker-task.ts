@@ -27,6 +27,11 @@ export interface WorkerTask {
   readonly leases: readonly number[];
   /** Concurrent operation loops (each its own owner context). */
   readonly loops: number;
+  /**
+   * How long a lock without `autoExtend` is held, as fractions of its lease: [min, max]. Past 1, its lease runs out
+   * in Redis while it is held (the handle must say so before another process is granted the lock).
+   */
+  readonly noExtendHold: readonly [number, number];
   /** How long a `poll` operation keeps calling `tryAcquire` before it gives up, in milliseconds. */
   readonly pollMs: number;
   /** How often a held handle is sampled, in milliseconds (jittered by up to half). */
