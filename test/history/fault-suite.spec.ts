@@ -31,8 +31,8 @@ describe('history-checked fault suite', () => {
   it('keeps the library’s word under worker, server and network faults (seeded nemesis, then a quiet phase)', async () => {
     const result = await runHistory({
       seed,
-      faultMs: 35_000,
-      quietMs: 10_000,
+      faultMs: 30_000,
+      quietMs: 8_000,
       workers: 4,
       loops: 3,
       faults: {

@@ -6,12 +6,14 @@
 import { HistoryLog } from './history-events.js';
 import type { FaultEvent } from './history-events.js';
 import { SeededRandom } from './seeded-random.js';
+import type { SentinelUnderTest } from './sentinel-under-test.js';
 import type { ServerUnderTest } from './server-under-test.js';
 import type { WorkerPool } from './worker-pool.js';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-export type ServerFault = 'redis-pause' | 'redis-restart-aof' | 'redis-restart-none' | 'proxy-cut' | 'clock-step-back';
+export type ServerFault =
+  'redis-pause' | 'redis-restart-aof' | 'redis-restart-none' | 'proxy-cut' | 'clock-step-back' | 'failover';
 export type WorkerFault = 'worker-kill' | 'worker-pause' | 'worker-close';
 export type FaultKind = ServerFault | WorkerFault;
 
@@ -21,6 +23,7 @@ export const SERVER_FAULTS: readonly ServerFault[] = [
   'redis-restart-none',
   'proxy-cut',
   'clock-step-back',
+  'failover',
 ];
 export const WORKER_FAULTS: readonly WorkerFault[] = ['worker-kill', 'worker-pause', 'worker-close'];
 
@@ -55,7 +58,13 @@ export class Nemesis {
 
   constructor(
     historyFile: string,
-    private readonly server: ServerUnderTest,
+    /** The Redis under test: one server (all server faults but `failover`), or a Sentinel set (`failover`). */
+    private readonly target: {
+      readonly server?: ServerUnderTest;
+      readonly sentinel?: SentinelUnderTest;
+      /** The workers' engines use `waitForReplicas`: a failover then loses no grant they were told of. */
+      readonly waitForReplicas?: boolean;
+    },
     private readonly pool: WorkerPool,
     private readonly options: NemesisOptions,
   ) {
@@ -77,8 +86,9 @@ export class Nemesis {
   async stop(): Promise<void> {
     this.running = false;
     await Promise.all(this.lanes);
-    if (this.server.paused) this.server.resume();
-    this.server.proxy.heal();
+    const server = this.target.server;
+    if (server?.paused) server.resume();
+    server?.proxy.heal();
     for (let slot = 0; slot < this.pool.size; slot++) {
       const w = this.pool.worker(slot);
       w.signal('SIGCONT');
@@ -107,7 +117,9 @@ export class Nemesis {
   }
 
   private async inject(kind: FaultKind, random: SeededRandom): Promise<void> {
-    const server = this.server;
+    if (kind === 'failover') return this.failover(random);
+    const server = this.target.server;
+    if (!server) throw new Error(`${kind} needs a single server`);
     switch (kind) {
       case 'redis-pause': {
         const ms = random.int(200, 2_500);
@@ -189,6 +201,18 @@ export class Nemesis {
         return;
       }
     }
+  }
+
+  /** Replication held back, master killed with grants the replica never got, replica promoted. */
+  private async failover(random: SeededRandom): Promise<void> {
+    const sentinel = this.target.sentinel;
+    if (!sentinel) throw new Error('failover needs a Sentinel set');
+    const holdMs = random.int(600, 1_200);
+    const lost = this.target.waitForReplicas ? undefined : 'failover-without-waitForReplicas';
+    const master = await sentinel.failover(holdMs, random.int(200, holdMs - 300), () =>
+      this.note('failover', 'begin', `replication held back ${holdMs} ms, master killed`, lost),
+    );
+    this.note('failover', 'end', `new master on port ${master}`);
   }
 
   private async relaunch(slot: number): Promise<void> {

@@ -11,6 +11,7 @@ import type { HistoryEvent } from './history-events.js';
 import { Nemesis } from './nemesis.js';
 import type { FaultKind } from './nemesis.js';
 import { SeededRandom } from './seeded-random.js';
+import { SentinelUnderTest } from './sentinel-under-test.js';
 import { ServerUnderTest } from './server-under-test.js';
 import type { Persistence } from './server-under-test.js';
 import { WorkerPool } from './worker-pool.js';
@@ -30,6 +31,12 @@ export interface RunOptions {
   readonly loops: number;
   /** The redis-server binary (default: REDIS_SERVER_BIN or the PATH's). */
   readonly serverBin?: string;
+  /**
+   * `sentinel`: a Sentinel set (master, replica, 3 sentinels; fault `failover`) instead of one server behind the
+   * proxy; `waitForReplicas` then makes every engine wait for the replica's acknowledgement.
+   */
+  readonly topology?: 'single' | 'sentinel';
+  readonly waitForReplicas?: boolean;
   /** The server's persistence at start (`aof` by default). */
   readonly persistence?: Persistence;
   /** libfaketime's `FAKETIME` for the server (a binary built without jemalloc), e.g. `+0 x1.005`. */
@@ -84,17 +91,20 @@ export async function runHistory(options: RunOptions): Promise<RunResult> {
   const random = new SeededRandom(options.seed);
   const leases = options.leases ?? [300, 600, 1_000, 1_500];
   const prefix = `history:${options.seed}:`;
-  const server = await ServerUnderTest.start({
-    bin: options.serverBin,
-    persistence: options.persistence ?? 'aof',
-    faketime: options.faketime,
-  });
+  const sentinel = options.topology === 'sentinel' ? await SentinelUnderTest.start(options.serverBin) : undefined;
+  const server = sentinel
+    ? undefined
+    : await ServerUnderTest.start({
+        bin: options.serverBin,
+        persistence: options.persistence ?? 'aof',
+        faketime: options.faketime,
+      });
   const workerSeeds = Array.from({ length: options.workers }, () => random.fork());
   const pool = new WorkerPool(dir, (slot, name, historyFile): WorkerTask => ({
     name,
     historyFile,
-    redis: server.proxiedUrl,
-    store: server.url,
+    redis: server?.proxiedUrl ?? (sentinel as SentinelUnderTest).target,
+    store: server?.url ?? (sentinel as SentinelUnderTest).target,
     prefix,
     // A new incarnation of a slot makes other choices than the one before it.
     seed: (workerSeeds[slot] + Number(name.split('.')[1]) * 7919) >>> 0,
@@ -110,14 +120,19 @@ export async function runHistory(options: RunOptions): Promise<RunResult> {
     noExtendHold: options.noExtendHold ?? [0, 1.3],
     mix: options.mix ?? DEFAULT_MIX,
   }));
-  const nemesis = new Nemesis(join(dir, 'nemesis.jsonl'), server, pool, {
-    seed: random.fork(),
-    weights: options.faults,
-    gapMs: options.gapMs ?? [300, 1_500],
-    maxLeaseMs: Math.max(...leases),
-    readyTimeoutMs: 60_000,
-    clockRate: options.clockRate,
-  });
+  const nemesis = new Nemesis(
+    join(dir, 'nemesis.jsonl'),
+    { server, sentinel, waitForReplicas: options.waitForReplicas },
+    pool,
+    {
+      seed: random.fork(),
+      weights: options.faults,
+      gapMs: options.gapMs ?? [300, 1_500],
+      maxLeaseMs: Math.max(...leases),
+      readyTimeoutMs: 60_000,
+      clockRate: options.clockRate,
+    },
+  );
   let result: RunResult | undefined;
   try {
     harness.log({ e: 'phase', phase: 'start', seed: options.seed });
@@ -131,7 +146,11 @@ export async function runHistory(options: RunOptions): Promise<RunResult> {
     await sleep(options.quietMs);
     harness.log({ e: 'phase', phase: 'end' });
     await pool.stopAll(8_000);
-    await readStore(server.url, prefix, harness);
+    await readStore(
+      server?.url ?? `redis://127.0.0.1:${await (sentinel as SentinelUnderTest).master()}`,
+      prefix,
+      harness,
+    );
     harness.close();
     const events = readHistory(dir);
     const report = checkHistory(events, {
@@ -155,7 +174,8 @@ export async function runHistory(options: RunOptions): Promise<RunResult> {
     return result;
   } finally {
     await pool.killAll();
-    await server.stop();
+    await server?.stop();
+    await sentinel?.stop();
     if (result && result.report.violations.length === 0 && !options.keepHistory)
       rmSync(dir, { recursive: true, force: true });
   }

@@ -238,6 +238,10 @@ export class WorkerOperations {
       const [hash, list] = storeKeys(task.prefix, w.key);
       outcome =
         (await store.eval(FENCED_WRITE, 2, hash, list, String(w.fence), w.token, id)) === 1 ? 'accepted' : 'refused';
+      // With replica acknowledgement, so is the store: a write the replica did not get is of unknown outcome.
+      const replicas = task.engine?.waitForReplicas;
+      if (outcome === 'accepted' && replicas && Number(await store.wait(replicas.replicas, 500)) < replicas.replicas)
+        outcome = 'error';
     } catch {
       outcome = 'error';
     }
