@@ -83,4 +83,29 @@ describe('history-checked fault suite', () => {
     },
     240_000,
   );
+
+  // Optional (HISTORY_SENTINEL=1): about 45 s each, on top of the minute above.
+  const sentinelSkip = process.env.HISTORY_SENTINEL === '1' ? null : 'set HISTORY_SENTINEL=1 to run it';
+  (sentinelSkip ? it.skip : it).each([
+    ['without waitForReplicas (lost grants are the documented case)', false],
+    ['with waitForReplicas', true],
+  ])(
+    `keeps it across Sentinel failovers %s${sentinelSkip ? ` (skipped: ${sentinelSkip})` : ''}`,
+    async (_, wait) => {
+      const result = await runHistory({
+        seed,
+        faultMs: 25_000,
+        quietMs: 10_000,
+        workers: 4,
+        loops: 3,
+        topology: 'sentinel',
+        waitForReplicas: wait,
+        faults: { failover: 1, 'worker-pause': 1, 'worker-kill': 0.5 },
+        gapMs: [1_000, 3_000],
+      });
+      expect(verdict(result)).toBe('clean');
+      expect(result.report.faults.failover).toBeGreaterThan(2);
+    },
+    240_000,
+  );
 });

@@ -91,6 +91,8 @@ export interface WriteEvent extends Stamped {
   readonly token: string;
   readonly phase: 'send' | 'done';
   readonly outcome?: 'accepted' | 'refused' | 'error';
+  /** The port of the server that answered (`done`), to tell the nodes of a Sentinel set apart. */
+  readonly node?: number;
 }
 
 /** The worker's `engine.close()`: `begin` when called, `done` when it resolved. */

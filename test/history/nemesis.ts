@@ -118,8 +118,9 @@ export class Nemesis {
 
   private async inject(kind: FaultKind, random: SeededRandom): Promise<void> {
     if (kind === 'failover') return this.failover(random);
-    const server = this.target.server;
-    if (!server) throw new Error(`${kind} needs a single server`);
+    if (!this.target.server && (SERVER_FAULTS as readonly string[]).includes(kind))
+      throw new Error(`${kind} needs a single server`);
+    const server = this.target.server as ServerUnderTest;
     switch (kind) {
       case 'redis-pause': {
         const ms = random.int(200, 2_500);
@@ -209,7 +210,10 @@ export class Nemesis {
     if (!sentinel) throw new Error('failover needs a Sentinel set');
     const holdMs = random.int(600, 1_200);
     const lost = this.target.waitForReplicas ? undefined : 'failover-without-waitForReplicas';
-    const master = await sentinel.failover(holdMs, random.int(200, holdMs - 300), () =>
+    // Without waitForReplicas the writes of the hold-back are lost (the docs' case); with it, the replica is stopped
+    // instead, so that WAIT reports honestly what it has (see SentinelUnderTest.failover).
+    const holdBack = this.target.waitForReplicas ? 'sigstop' : 'client-pause';
+    const master = await sentinel.failover(holdBack, holdMs, random.int(200, holdMs - 300), () =>
       this.note('failover', 'begin', `replication held back ${holdMs} ms, master killed`, lost),
     );
     this.note('failover', 'end', `new master on port ${master}`);

@@ -1,8 +1,7 @@
 // A Sentinel set for history runs: 2 data nodes (a master and its replica, no persistence) and 3 sentinels on
-// loopback. `failover()` holds the replica's replication stream back (`CLIENT PAUSE … WRITE`), lets grants land on the
-// master alone, kills the master, waits for the sentinels to promote the replica, and starts the killed node again as
-// the new master's replica, so that the next failover has one. Grants made meanwhile are lost unless the engines use
-// `waitForReplicas`.
+// loopback. `failover()` holds the replica's replication back, lets grants land on the master alone, kills the
+// master, waits for the sentinels to promote the replica, and starts the killed node again as the new master's
+// replica, so that the next failover has one.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -111,17 +110,29 @@ export class SentinelUnderTest {
   }
 
   /**
-   * Holds the replica's replication back for `holdMs`, kills the master `killAfterMs` into it, waits for the sentinels
-   * to promote the replica (up to 30 s), and restarts the killed node as its replica. `onKill` is called just before
-   * the kill (to log it). Resolves the new master's port.
+   * Holds the replica's replication back (`client-pause`: for `holdMs`, the writes meanwhile are lost; `sigstop`: the
+   * replica is stopped until the master is gone, nothing is lost), kills the master `killAfterMs` into it, waits for
+   * the sentinels to promote the replica (up to 30 s), and restarts the killed node as its replica. `onKill` is
+   * called just before the kill (to log it). Resolves the new master's port.
    */
-  async failover(holdMs: number, killAfterMs: number, onKill: () => void): Promise<number> {
+  async failover(
+    holdBack: 'client-pause' | 'sigstop',
+    holdMs: number,
+    killAfterMs: number,
+    onKill: () => void,
+  ): Promise<number> {
     const old = await this.master();
     const replica = this.dataPorts.find((p) => p !== old) as number;
-    await command(replica, ['CLIENT', 'PAUSE', holdMs, 'WRITE']);
+    const replicaPid = this.processes.get(replica)?.pid;
+    // `CLIENT PAUSE … WRITE` keeps the stream unapplied but, on Redis 7.0, the replica still acknowledges it (WAIT
+    // counts it): writes are lost though acknowledged. A stopped replica acknowledges nothing, and applies what its
+    // socket holds once continued: nothing is lost, and WAIT says so.
+    if (holdBack === 'client-pause') await command(replica, ['CLIENT', 'PAUSE', holdMs, 'WRITE']);
+    else if (replicaPid) process.kill(replicaPid, 'SIGSTOP');
     await sleep(killAfterMs);
     onKill();
     await this.processes.get(old)?.kill();
+    if (holdBack === 'sigstop' && replicaPid) process.kill(replicaPid, 'SIGCONT');
     await poll(`the sentinels to promote ${replica}`, 30_000, async () => {
       const seen = await Promise.all(
         this.sentinelPorts.map((s) => command(s, ['SENTINEL', 'get-master-addr-by-name', NAME]).catch(() => null)),
@@ -131,6 +142,19 @@ export class SentinelUnderTest {
     });
     await this.spawn('replica', old, this.bin, this.dataArgs(old, replica));
     await this.replicaInSync(old);
+    // Every sentinel done with the failover and seeing the old master back as a replica: a sentinel still in the
+    // middle of it could otherwise promote again later, on its own.
+    await poll('the sentinels to settle', 30_000, async () => {
+      for (const port of this.sentinelPorts) {
+        const flags = fieldOf((await command(port, ['SENTINEL', 'MASTER', NAME])) as string[], 'flags');
+        if (flags !== 'master') return undefined;
+        const replicas = (await command(port, ['SENTINEL', 'REPLICAS', NAME])) as string[][];
+        const back = replicas.find((r) => fieldOf(r, 'port') === String(old));
+        if (!back || fieldOf(back, 'flags') !== 'slave' || fieldOf(back, 'master-link-status') !== 'ok')
+          return undefined;
+      }
+      return true;
+    });
     return replica;
   }
 
@@ -139,4 +163,10 @@ export class SentinelUnderTest {
     rmSync(this.dir, { recursive: true, force: true });
     this.forgetExit();
   }
+}
+
+/** A field of a flat `[name, value, …]` reply. */
+function fieldOf(flat: readonly string[], name: string): string | undefined {
+  const i = flat.indexOf(name);
+  return i >= 0 && i % 2 === 0 ? flat[i + 1] : undefined;
 }

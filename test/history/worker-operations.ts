@@ -245,7 +245,8 @@ export class WorkerOperations {
     } catch {
       outcome = 'error';
     }
-    log.log({ e: 'write', id, hold: w.hold, key: w.key, fence: w.fence, token: w.token, phase: 'done', outcome });
+    const node = store.stream?.remotePort;
+    log.log({ e: 'write', id, hold: w.hold, key: w.key, fence: w.fence, token: w.token, phase: 'done', outcome, node });
   }
 
   private async release(hold: string, release: () => Promise<boolean>): Promise<void> {
