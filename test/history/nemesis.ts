@@ -48,6 +48,8 @@ export class Nemesis {
   private readonly log: HistoryLog;
   private readonly random: SeededRandom;
   private running = false;
+  /** The nemesis's own failover is under way (a promotion then is its own). */
+  private failingOver = false;
   /** The server clock's offset, in hours (`clock-step-back` lowers it). */
   private clockOffsetHours = 0;
   private lanes: Promise<void>[] = [];
@@ -74,6 +76,17 @@ export class Nemesis {
 
   start(): void {
     this.running = true;
+    // Every promotion is logged; one the nemesis did not ask for is a fault of its own (and, without
+    // waitForReplicas, a data loss as much as the nemesis's own failovers).
+    const sentinel = this.target.sentinel;
+    if (sentinel) {
+      sentinel.onSwitch = (from, to) => {
+        if (this.failingOver) return;
+        const lost = this.target.waitForReplicas ? undefined : 'failover-without-waitForReplicas';
+        this.note('sentinel-switch', 'begin', `the sentinels promoted ${to} over ${from} on their own`, lost);
+        this.note('sentinel-switch', 'end');
+      };
+    }
     const serverWeights = pickWeights(this.options.weights, SERVER_FAULTS);
     const workerWeights = pickWeights(this.options.weights, WORKER_FAULTS);
     const serverRandom = new SeededRandom(this.random.fork());
@@ -112,7 +125,12 @@ export class Nemesis {
     }
   }
 
-  private note(kind: FaultKind, phase: FaultEvent['phase'], detail?: string, dataLoss?: FaultEvent['dataLoss']): void {
+  private note(
+    kind: FaultKind | 'sentinel-switch',
+    phase: FaultEvent['phase'],
+    detail?: string,
+    dataLoss?: FaultEvent['dataLoss'],
+  ): void {
     this.log.log({ e: 'fault', kind, phase, ...(detail ? { detail } : {}), ...(dataLoss ? { dataLoss } : {}) });
   }
 
@@ -213,9 +231,15 @@ export class Nemesis {
     // Without waitForReplicas the writes of the hold-back are lost (the docs' case); with it, the replica is stopped
     // instead, so that WAIT reports honestly what it has (see SentinelUnderTest.failover).
     const holdBack = this.target.waitForReplicas ? 'sigstop' : 'client-pause';
-    const master = await sentinel.failover(holdBack, holdMs, random.int(200, holdMs - 300), () =>
-      this.note('failover', 'begin', `replication held back ${holdMs} ms, master killed`, lost),
-    );
+    this.failingOver = true;
+    let master: number;
+    try {
+      master = await sentinel.failover(holdBack, holdMs, random.int(200, holdMs - 300), () =>
+        this.note('failover', 'begin', `replication held back ${holdMs} ms, master killed`, lost),
+      );
+    } finally {
+      this.failingOver = false;
+    }
     this.note('failover', 'end', `new master on port ${master}`);
   }
 

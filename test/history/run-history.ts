@@ -92,6 +92,7 @@ export async function runHistory(options: RunOptions): Promise<RunResult> {
   const leases = options.leases ?? [300, 600, 1_000, 1_500];
   const prefix = `history:${options.seed}:`;
   const sentinel = options.topology === 'sentinel' ? await SentinelUnderTest.start(options.serverBin) : undefined;
+  await sentinel?.watch();
   const server = sentinel
     ? undefined
     : await ServerUnderTest.start({

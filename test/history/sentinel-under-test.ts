@@ -3,6 +3,7 @@
 // master, waits for the sentinels to promote the replica, and starts the killed node again as the new master's
 // replica, so that the next failover has one.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { Redis } from 'ioredis';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { killNow, onExit } from '../support/faults.js';
@@ -16,6 +17,9 @@ export class SentinelUnderTest {
   private readonly processes = new Map<number, NodeProcess>();
   private readonly forgetExit: () => void;
   private sentinelPorts: number[] = [];
+  private watcher: Redis | undefined;
+  /** Promotions the sentinels announced (`+switch-master`), whoever caused them: `[from port, to port]`. */
+  onSwitch: ((from: number, to: number) => void) | undefined;
 
   private constructor(
     private readonly bin: string,
@@ -99,6 +103,21 @@ export class SentinelUnderTest {
     );
   }
 
+  /**
+   * Listens to the first sentinel's `+switch-master` announcements, so that a failover the sentinels make on their
+   * own (a master slow to answer on a loaded machine) is logged too.
+   */
+  async watch(): Promise<void> {
+    this.watcher = new Redis({ host: HOST, port: this.sentinelPorts[0], maxRetriesPerRequest: 1 });
+    this.watcher.on('error', () => undefined);
+    this.watcher.on('message', (_channel: string, message: string) => {
+      // "<name> <old ip> <old port> <new ip> <new port>"
+      const [, , from, , to] = message.split(' ');
+      this.onSwitch?.(Number(from), Number(to));
+    });
+    await this.watcher.subscribe('+switch-master');
+  }
+
   /** The master as the first sentinel that answers reports it. */
   async master(): Promise<number> {
     for (const port of this.sentinelPorts) {
@@ -159,6 +178,7 @@ export class SentinelUnderTest {
   }
 
   async stop(): Promise<void> {
+    this.watcher?.disconnect();
     await Promise.all([...this.processes.values()].map((p) => p.kill()));
     rmSync(this.dir, { recursive: true, force: true });
     this.forgetExit();
