@@ -14,6 +14,8 @@ import type {
 /** A moment Redis lost grants: `at` the kill (or failover), `name` how the docs name the case. */
 export interface DataLoss {
   readonly at: number;
+  /** When the fault ended (the server answered again, or the failover was done); `Infinity` if it never did. */
+  until: number;
   readonly name: NonNullable<FaultEvent['dataLoss']>;
   readonly fault: FaultEvent;
 }
@@ -57,7 +59,12 @@ export class HistoryModel {
           break;
         case 'fault':
           this.faults.push(e);
-          if (e.phase === 'begin' && e.dataLoss) this.dataLosses.push({ at: e.t, name: e.dataLoss, fault: e });
+          if (e.phase === 'begin' && e.dataLoss)
+            this.dataLosses.push({ at: e.t, until: Number.POSITIVE_INFINITY, name: e.dataLoss, fault: e });
+          if (e.phase === 'end') {
+            const open = this.dataLosses.find((l) => l.fault.kind === e.kind && l.until === Number.POSITIVE_INFINITY);
+            if (open) open.until = e.t;
+          }
           break;
         case 'write':
           this.writes.push(e);
@@ -93,18 +100,22 @@ export class HistoryModel {
   }
 
   /**
-   * Why a held sample of `hold` is one the docs name, or `undefined`: the hold may have been granted by a server
-   * whose data set was lost before the sample (its call was made before the loss), and either the handle said
-   * `'in-doubt'` (it could not confirm the hold), or this is its first sample since the loss (its process had not run
-   * since, so it could not have learnt of it), or the loss was a failover without `waitForReplicas` (the docs' case).
+   * Why a held sample of `hold` is one the docs name, or `undefined`. The hold must be exposed to a loss of Redis's
+   * data set: asked for before the loss and granted before the server answered again (so the lost server may have
+   * granted it), sampled after the loss. Then the sample is excused when the loss was a failover without
+   * `waitForReplicas` (the docs' case), when the handle said `'in-doubt'` (it told its caller it could not confirm the
+   * hold), or when it is the hold's first sample since the loss while an earlier one preceded it (its process had
+   * not run since, so it could not have learnt of the loss).
    */
   excuse(hold: HoldRecord, o: ObservationEvent): string | undefined {
     for (const loss of this.dataLosses) {
-      if (hold.grant.calledAt >= loss.at || o.t <= loss.at) continue;
+      const exposed = hold.grant.calledAt < loss.at && hold.grant.t < loss.until;
+      if (!exposed || o.t <= loss.at) continue;
       if (loss.name === 'failover-without-waitForReplicas') return loss.name;
       if (o.state === 'in-doubt') return loss.name;
-      const earlier = hold.observations.some((p) => p.t > loss.at && p.t < o.t);
-      if (!earlier) return loss.name;
+      const before = hold.observations.some((p) => p.t < loss.at);
+      const since = hold.observations.some((p) => p.t > loss.at && p.t < o.t);
+      if (before && !since) return loss.name;
     }
     return undefined;
   }

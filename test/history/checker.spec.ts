@@ -108,6 +108,16 @@ describe('history checker', () => {
       expect(rules([loss, ...backToHeld, ...heldFrom('b:1', 2, 250, 500)])).toEqual(['exclusion']);
     });
 
+    it('excuses no hold granted after the server answered again, though asked for before the loss', () => {
+      const lost = { kind: 'redis-restart-none', dataLoss: 'restart-without-persistence' as const };
+      const loss = [
+        at(150, 'nemesis', { e: 'fault', phase: 'begin', ...lost }),
+        at(200, 'nemesis', { e: 'fault', phase: 'end', kind: lost.kind }),
+      ];
+      const late = [grant(250, 'a:1', 1, { calledAt: 100 }), obs(250, 'a:1', 'in-doubt'), obs(400, 'a:1', 'in-doubt')];
+      expect(rules([...loss, ...late, ...heldFrom('b:1', 2, 300, 500)])).toEqual(['exclusion']);
+    });
+
     it('checks leaders the same way', () => {
       const leader = { kind: 'leader' as const, key: 'l' };
       expect(rules([...heldFrom('a:1', 1, 0, 100, leader), ...heldFrom('b:1', 2, 110, 200, leader)])).toEqual([]);
