@@ -236,6 +236,7 @@ export class RedisLockStore implements LockStore {
       script: this.gateway.variant(ACQUIRE),
       preload,
       commandTimeoutMs: this.options.commandTimeoutMs,
+      keyPrefix: this.options.keyPrefix,
     };
     const report = await checkServer(this.driver, needs);
     if (report.evalOnly) this.gateway.useEval();

@@ -1,4 +1,4 @@
-import { isNoScript } from './error-code.js';
+import { isNoScript, redisErrorCode } from './error-code.js';
 import { isReplyError } from './driver/reply-error.js';
 import type { RedisDriver } from './driver/redis-driver.js';
 import type { AcquireReply, ReplicaWaitSettings } from '../store/lock-store.js';
@@ -68,8 +68,12 @@ export class ScriptGateway {
       this.acks = acks;
       void acks.probe().then((refused) => {
         if (!refused || !isReplyError(refused)) return;
+        // A start-up check fails the start-up on this refusal, but not on an ACL denial (NOPERM), which it leaves to
+        // this report.
         const report = () => {
-          if (!this.checked) options.onConnectionError(new NotReplicated(0, 0, 0, undefined, refused));
+          if (!this.checked || isPermissionDenial(refused)) {
+            options.onConnectionError(new NotReplicated(0, 0, 0, undefined, refused));
+          }
         };
         setTimeout(report, options.probeReportDelayMs ?? 0).unref();
       });
@@ -173,4 +177,8 @@ export class ScriptGateway {
     if (acked.refused === undefined && acked.acked >= acked.wanted) return undefined;
     return new NotReplicated(acked.acked, acked.wanted, this.acks?.settings.timeoutMs ?? 0, granted, acked.refused);
   }
+}
+
+function isPermissionDenial(err: unknown): boolean {
+  return redisErrorCode(err) === 'NOPERM';
 }

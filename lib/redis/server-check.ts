@@ -16,6 +16,11 @@ export interface ServerNeeds {
    * each then needs no NOSCRIPT round trip (which some clients also log, Valkey GLIDE at WARN).
    */
   readonly preload?: readonly LuaScript[];
+  /**
+   * `keyPrefix`: the scripting probes name a key under it (never written), so that an ACL key pattern for the locks
+   * admits it and a service that refuses scripts without keys runs them.
+   */
+  readonly keyPrefix?: string;
   /** `commandTimeoutMs`: a client whose own timeout on a command is shorter is named in a warning. */
   readonly commandTimeoutMs?: number;
 }
@@ -100,7 +105,7 @@ async function checkNode(node: DriverNode, cluster: boolean, needs: ServerNeeds)
       ),
     };
   }
-  const scripting = await checkScripting(node, needs.script);
+  const scripting = await checkScripting(node, needs.script, needs.keyPrefix ?? '');
   if (scripting.missing) return scripting;
   if (cluster) {
     const info = await refusedAsUndefined(node.send(['COMMAND', 'INFO', 'spublish']) as Promise<unknown[]>);
@@ -137,22 +142,33 @@ async function checkNode(node: DriverNode, cluster: boolean, needs: ServerNeeds)
 /**
  * Whether scripts run on `node`, and how: loaded (`SCRIPT LOAD`) and run by SHA, or only whole by `EVAL` (the
  * `SCRIPT` command renamed away, as some proxies and hardened servers do). `EVALSHA` and `EVAL` are asked in ways
- * that change nothing: a SHA no script has (NOSCRIPT where the user may run it), and `return 1`.
+ * that change nothing, with one key under the key prefix (ElastiCache refuses a script without keys; an ACL key
+ * pattern for the locks admits it): a SHA no script has (NOSCRIPT where the user may run it), and `return 1`.
  */
-async function checkScripting(node: DriverNode, script: LuaScript): Promise<NodeFindings> {
-  const [loaded, bySha, whole] = [
-    await answer(node.send(['SCRIPT', 'LOAD', script.source])),
-    await answer(node.send(['EVALSHA', NO_SUCH_SCRIPT, 0])),
-    await answer(node.send(['EVAL', 'return 1', 0])),
-  ];
-  const denied = [
-    ['EVALSHA', bySha],
-    ['EVAL', whole],
-  ].filter(([, reply]) => redisErrorCode(reply) === 'NOPERM');
+async function checkScripting(node: DriverNode, script: LuaScript, keyPrefix: string): Promise<NodeFindings> {
+  const probeKey = `${keyPrefix}{start-up check}`;
+  const loaded = await answer(node.send(['SCRIPT', 'LOAD', script.source]));
+  const bySha = await answer(node.send(['EVALSHA', NO_SUCH_SCRIPT, 1, probeKey]));
+  const whole = await answer(node.send(['EVAL', 'return 1', 1, probeKey]));
+  const denied = (
+    [
+      ['EVALSHA', bySha],
+      ['EVAL', whole],
+    ] as const
+  ).filter(([, reply]) => presence(reply) === 'denied');
   if (denied.length > 0) {
     const user = await answer(node.send(['ACL', 'WHOAMI']));
     const name = typeof user === 'string' ? user : '<user>';
-    const rights = denied.map(([command]) => command as string);
+    const rights = denied.map(([command]) => command);
+    if (denied.every(([, reply]) => /\bkeys?\b/i.test(withoutArguments(reply)))) {
+      return {
+        missing: new LockConfigError(
+          `invalid redis: the Redis user "${name}" at ${node.label} may not access the lock keys ` +
+            `(${withoutArguments(denied[0][1])}): grant them with ACL SETUSER ${name} ~${keyPrefix}*`,
+          'redis',
+        ),
+      };
+    }
     return {
       missing: new LockConfigError(
         `invalid redis: the Redis user "${name}" at ${node.label} may not run ${rights.join(', ')} ` +
@@ -162,9 +178,8 @@ async function checkScripting(node: DriverNode, script: LuaScript): Promise<Node
       ),
     };
   }
-  const loadable = !(loaded instanceof Error) && !(bySha instanceof Error && !isNoScriptReply(bySha));
-  if (loadable) return {};
-  if (whole instanceof Error) {
+  if (presence(loaded) === 'runs' && presence(bySha) !== 'missing') return {};
+  if (presence(whole) === 'missing') {
     const why = loaded instanceof Error ? loaded : bySha;
     return {
       missing: new LockConfigError(
@@ -179,8 +194,18 @@ async function checkScripting(node: DriverNode, script: LuaScript): Promise<Node
   return { evalOnly: why };
 }
 
-function isNoScriptReply(reply: unknown): boolean {
-  return redisErrorCode(reply) === 'NOSCRIPT';
+/**
+ * What a reply says of its command: it `runs` (an answer, NOSCRIPT, or a redirection to the key's node), the user is
+ * `denied` it (NOPERM), the server has no such command (`missing`: renamed away, or no scripting engine), or another
+ * refusal that proves neither (`unknown`, not held against the server).
+ */
+function presence(reply: unknown): 'runs' | 'denied' | 'missing' | 'unknown' {
+  if (!(reply instanceof Error)) return 'runs';
+  const code = redisErrorCode(reply);
+  if (code === 'NOPERM') return 'denied';
+  if (code === 'NOSCRIPT' || code === 'MOVED' || code === 'ASK') return 'runs';
+  // Redis and Valkey both word it so; the code alone (ERR) would not tell it from any other refusal.
+  return /^ERR unknown command\b/i.test(reply.message) ? 'missing' : 'unknown';
 }
 
 /** `allkeys-*` or `volatile-*` with a `maxmemory` set (without one the server never evicts); `undefined` otherwise. */

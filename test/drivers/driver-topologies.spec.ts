@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis as Valkey } from 'iovalkey';
 import { createSentinel } from 'redis';
+import { createSentinel as createSentinel6 } from 'redis6';
 import { LockConfigError } from '../../lib/errors/lock-config.error.js';
 import type { LockEngine } from '../../lib/locking/lock-engine.js';
 import { RedisProcess } from '../support/faults.js';
@@ -65,7 +66,19 @@ describe('quorum mode with a client of each library per master', () => {
   });
 });
 
-describe('Redis Sentinel through node-redis and iovalkey, across a failover', () => {
+/** A connected-to-be node-redis sentinel client of major 5 or 6 (the two have no common call signature). */
+interface SentinelClient {
+  on(event: 'error', listener: () => void): unknown;
+  connect(): Promise<unknown>;
+  close(): Promise<unknown>;
+}
+type SentinelOptions = { name: string; sentinelRootNodes: { host: string; port: number }[] };
+const SENTINELS: readonly (readonly [string, (options: SentinelOptions) => SentinelClient])[] = [
+  ['node-redis', (options) => createSentinel(options)],
+  ['node-redis6', (options) => createSentinel6(options)],
+];
+
+describe.each(SENTINELS)('Redis Sentinel through %s and iovalkey, across a failover', (_, makeSentinel) => {
   const kit = new LockTestKit();
   let set: RedisSentinelSet;
 
@@ -76,7 +89,7 @@ describe('Redis Sentinel through node-redis and iovalkey, across a failover', ()
   afterAll(() => set?.dispose());
 
   it('locks through each client, and after the master is SIGKILLed locks through the new one', async () => {
-    const sentinel = createSentinel({
+    const sentinel = makeSentinel({
       name: set.redisOptions().name as string,
       sentinelRootNodes: set.sentinels.map(({ host, port }) => ({ host, port })),
     });

@@ -79,6 +79,22 @@ describe('start-up check of the server', () => {
     expect(message).not.toMatch(LUA);
   });
 
+  it('an ACL user whose key pattern leaves out the lock keys fails the start-up, naming the pattern to grant', async () => {
+    const user = uniquePrefix('nokeys').replace(/\W/g, '');
+    const admin = kit.redis();
+    await admin.call('ACL', 'SETUSER', user, 'on', '>pw', '~other:*', '&*', '+@all');
+    kit.add(() => admin.call('ACL', 'DELUSER', user));
+    const url = new URL(redisUrl());
+    url.username = user;
+    url.password = 'pw';
+    const module = RedisLockModule.forRoot({ redis: url.toString(), keyPrefix: 'orders:' });
+    const err = await startFailure(kit.startApp({ imports: [module] }));
+    expect(err).toBeInstanceOf(LockConfigError);
+    expect((err as Error).message).toMatch(
+      new RegExp(`the Redis user "${user}" .*may not access the lock keys \\(NOPERM.*ACL SETUSER ${user} ~orders:\\*`),
+    );
+  });
+
   it.each(['allkeys-lru', 'volatile-ttl'])(
     'maxmemory-policy %s (it can evict lock keys) is one warning at start-up, naming the policy and the risk',
     async (policy) => {
