@@ -61,7 +61,7 @@ export type {
 } from './observability/lock-metrics.js';
 export type { RedisConnectionInput } from './redis/connection.js';
 export type { GlideClientLike, IovalkeyLike, NodeRedisLike } from './redis/driver/client-family.js';
-export { MAX_KEY_BYTES } from './redis/key-layout.js';
+export { MAX_KEY_BYTES } from './store/lock-key.js';
 
 // Errors
 export {

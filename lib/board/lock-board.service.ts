@@ -11,7 +11,7 @@ import { FleetFeed } from './fleet-feed.js';
 import type { BoardFleet } from './fleet-series.js';
 import type { BoardEntry, BoardEvent, BoardSnapshot } from '../read-model/snapshot.types.js';
 import { BoardSnapshots } from '../read-model/snapshots.js';
-import { validateLockKey } from '../redis/key-layout.js';
+import { validateLockKey } from '../store/lock-key.js';
 import type { LockBoardForceRelease, LockBoardSettings } from './lock-board-options.js';
 
 /** Injection token of a board's settings (defaults merged). */

@@ -1,5 +1,5 @@
 import { LockConfigError } from '../errors/lock-config.error.js';
-import { validateLockKey } from '../redis/key-layout.js';
+import { validateLockKey } from '../store/lock-key.js';
 import type { CampaignOptions } from './leader.types.js';
 
 /**

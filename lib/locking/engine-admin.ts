@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { LockClosedError } from '../errors/lock-closed.error.js';
 import { LockKeyError } from '../errors/lock-key.error.js';
-import { validateLockKey } from '../redis/key-layout.js';
+import { validateLockKey } from '../store/lock-key.js';
 import type { LockInfo } from '../types/lock.types.js';
 import type { EngineParts } from './engine-parts.js';
 

@@ -1,5 +1,5 @@
 import { LockKeyError } from '../errors/lock-key.error.js';
-import { validateLockKey } from '../redis/key-layout.js';
+import { validateLockKey } from '../store/lock-key.js';
 
 // The keys of one acquisition: checked, then put in the one order every caller takes them in.
 

@@ -1,7 +1,7 @@
 import { LockClosedError } from '../errors/lock-closed.error.js';
 import { LockConfigError } from '../errors/lock-config.error.js';
 import { PermitDeadlockError } from '../errors/permit-deadlock.error.js';
-import { validateLockKey } from '../redis/key-layout.js';
+import { validateLockKey } from '../store/lock-key.js';
 import type { LockOperation } from '../errors/lock-unavailable.error.js';
 import type { PermitHolder, PermitRef, PermitStore } from '../store/permit-store.js';
 import type { LockHandle } from '../types/lock.types.js';

@@ -6,7 +6,7 @@ import type { LockInfo } from '../types/lock.types.js';
 import type { PermitInfo } from '../types/permit.types.js';
 import type { BoardEntry, BoardHolder, WaitAgeSource } from './snapshot.types.js';
 import { bounded, mapLimited } from '../common/async-limits.js';
-import { LEADER_KIND_NAME, isLeaderKey } from './leaders.js';
+import { LEADER_KIND_NAME, isLeaderKey } from './leader-rows.js';
 
 /** What the board and the CLI need of a lock engine (internal members included). */
 export type BoardEngine = Pick<

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import type { BoardEngine, BoardKind, BoardReadContext } from './kinds.js';
 import type { BoardEntry, BoardSnapshot } from './snapshot.types.js';
 import { globEscape, scanKeys } from './key-scan.js';
-import { leadersOf } from './leaders.js';
+import { leadersOf } from './leader-rows.js';
 
 /** How snapshots are taken and shared (the board's and the CLI's options, defaults merged). */
 export interface SnapshotSettings {

@@ -1,13 +1,11 @@
 import { LockError } from '../errors/lock.error.js';
 import { LockUnavailableError } from '../errors/lock-unavailable.error.js';
 import type { LockOperation, LockUnavailableReason } from '../errors/lock-unavailable.error.js';
+import { TIMED_OUT } from '../store/timed-out.js';
 import { NotReplicated } from './replica-wait.js';
 import { redisErrorCode, withoutArguments } from './error-code.js';
 
 export { redisErrorCode } from './error-code.js';
-
-/** A command that got no answer within the command timeout (what `RedisLockStore.describeFailure` is told). */
-export const TIMED_OUT: unique symbol = Symbol('timed out');
 
 /** What the classification of a Redis failure gives. */
 export interface RedisFailure {
