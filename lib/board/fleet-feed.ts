@@ -6,7 +6,7 @@ import { FleetStore, MAX_DOUBT_LISTED } from './fleet-store.js';
 import type { FleetInstanceInfo, FleetInstanceRecord } from './fleet-store.js';
 import { LoadHistory } from './load-history.js';
 import type { HistoryEngine } from './load-history.js';
-import type { LockEngine } from '../locking/lock-engine.js';
+import type { LockEngine } from '../locking/engine/lock-engine.js';
 
 /** What the feed needs of the engine (internal members spelled out, so the emitted types do not name them). */
 export type FeedEngine = HistoryEngine &

@@ -1,4 +1,4 @@
-import type { LoadCounts } from '../locking/engine-activity.js';
+import type { LoadCounts } from '../locking/activity/engine-activity.js';
 import type { FleetInstanceRecord } from './fleet-store.js';
 import { LOAD_HISTORY_WINDOW_MS } from './load-history.js';
 import type { BoardLoadSample } from './load-history.js';

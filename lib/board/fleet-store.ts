@@ -1,5 +1,5 @@
 import { bounded } from '../common/async-limits.js';
-import type { LoadCounts } from '../locking/engine-activity.js';
+import type { LoadCounts } from '../locking/activity/engine-activity.js';
 import type { RedisDriver } from '../redis/driver/redis-driver.js';
 import type { BoardLoadSample } from './load-history.js';
 

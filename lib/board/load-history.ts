@@ -1,6 +1,6 @@
-import type { LockEngine } from '../locking/lock-engine.js';
-import { loadKindOf } from '../locking/engine-activity.js';
-import type { EngineActivity, LoadCounts, LoadKind } from '../locking/engine-activity.js';
+import type { LockEngine } from '../locking/engine/lock-engine.js';
+import { loadKindOf } from '../locking/activity/engine-activity.js';
+import type { EngineActivity, LoadCounts, LoadKind } from '../locking/activity/engine-activity.js';
 
 /** How far back the board's chart looks: fifteen minutes. */
 export const LOAD_HISTORY_WINDOW_MS = 15 * 60_000;

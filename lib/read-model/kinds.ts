@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import type { LockEngine } from '../locking/lock-engine.js';
+import type { LockEngine } from '../locking/engine/lock-engine.js';
 import { lockKeys } from '../redis/key-layout.js';
 import { LockConfigError } from '../errors/lock-config.error.js';
 import type { LockInfo } from '../types/lock.types.js';

@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import { Redis as Valkey } from 'iovalkey';
 import { createSentinel } from 'redis';
 import { LockConfigError } from '../../lib/errors/lock-config.error.js';
-import type { LockEngine } from '../../lib/locking/lock-engine.js';
+import type { LockEngine } from '../../lib/locking/engine/lock-engine.js';
 import { RedisProcess } from '../support/faults.js';
 import { DRIVERS, openDriverClient } from '../support/driver-clients.js';
 import type { DriverClient } from '../support/driver-clients.js';
