@@ -11,7 +11,7 @@ import type { LockHandle } from '../../types/lock.types.js';
 import { Hold, laneOf } from '../holds/hold.js';
 import type { HoldKeeper } from '../holds/hold-keeper.js';
 import type { Leftovers } from '../holds/leftovers.js';
-import { errorText, kindOf } from '../events/lock-events.js';
+import { kindOf } from '../events/lock-events.js';
 import type { LockEventBus, LockLogger } from '../events/lock-events.js';
 import { LockHandleImpl } from '../holds/lock-handle.js';
 import type { ResolvedAcquireOptions } from '../settings/engine-settings.js';
@@ -19,6 +19,7 @@ import type { LaneWaitLimit } from '../holds/deadlines.js';
 import type { AcquireRequest } from './acquire-request.js';
 import { untilSubscribed } from './waiting.js';
 import type { Wait, WaitingRoom } from './waiting.js';
+import { errorText } from '../../common/error-text.js';
 
 export type { AcquireRequest } from './acquire-request.js';
 

@@ -1,8 +1,8 @@
 import { LockUnavailableError } from '../../errors/lock-unavailable.error.js';
 import type { AcquireOptions, LockHandle, LockMode } from '../../types/lock.types.js';
-import { errorText } from '../events/lock-events.js';
 import type { LockEventBus, LockLogger } from '../events/lock-events.js';
 import { currentOwner, runInOwnerScope } from '../holds/owner-context.js';
+import { errorText } from '../../common/error-text.js';
 
 /**
  * `ifLocked: 'skip'`: one attempt (`tryAcquire`); when the lock is busy, or Redis cannot be reached or does not answer

@@ -4,14 +4,13 @@ import { performance } from 'node:perf_hooks';
 import { LockClosedError } from '../../errors/lock-closed.error.js';
 import type { AcquireOptions, LockHandle } from '../../types/lock.types.js';
 import type { Acquirer } from '../acquire/acquisition.js';
-import { asError } from '../events/lock-events.js';
 import { resolveAcquireOptions } from '../settings/engine-settings.js';
 import type { LockEngineSettings } from '../settings/engine-settings.js';
 import { currentOwner } from '../holds/owner-context.js';
 import { lockOrder } from './lock-keys.js';
-import { errorText } from '../events/lock-events.js';
 import type { LockEventBus, LockLogger } from '../events/lock-events.js';
 import { acquireOrSkip, skipped } from '../acquire/skipping.js';
+import { errorText, asError } from '../../common/error-text.js';
 
 // Around each acquisition of `LockEngine`: the keys put in lock order (`lock-keys.ts`), and the engine's own bound
 // on the call (whatever path inside it is slow).

@@ -16,10 +16,10 @@ import { RedisLockStore } from '../../redis/redis-lock-store.js';
 import type { PermitStore } from '../../store/permit-store.js';
 import { RedisPermitStore } from '../../redis/redis-permit-store.js';
 import { StoreRouter } from '../../store/store-router.js';
-import { errorText } from '../events/lock-events.js';
 import type { LockLogger } from '../events/lock-events.js';
 import { DEFAULT_REPLICA_WAIT_MS } from '../settings/engine-settings.js';
 import type { LockEngineSettings } from '../settings/engine-settings.js';
+import { errorText } from '../../common/error-text.js';
 
 /**
  * Why quorum mode has no semaphores (the refusal's message, at call time and, for `@Semaphore` methods, at start-up).

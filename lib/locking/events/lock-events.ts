@@ -3,6 +3,7 @@ import type { LockLostError } from '../../errors/lock-lost.error.js';
 import type { LockRef } from '../../store/lock-store.js';
 import { isPermitRef } from '../../store/permit-store.js';
 import type { LockMode } from '../../types/lock.types.js';
+import { errorText } from '../../common/error-text.js';
 
 /**
  * What an event is about: a lock, or a permit of a semaphore (`acquirePermit`, `@Semaphore`; its `mode` is `'write'`).
@@ -115,14 +116,4 @@ export class LockEventBus {
       this.logger.error(`a "${event}" listener threw: ${errorText(err)}`);
     }
   }
-}
-
-/** `err` itself when it is an Error (as everything the library throws is), else an Error with its text. */
-export function asError(err: unknown): Error {
-  return err instanceof Error ? err : new Error(String(err));
-}
-
-/** The message of an error (or the value as text), for log lines. */
-export function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

@@ -3,8 +3,8 @@ import { LockUnavailableError } from '../../errors/lock-unavailable.error.js';
 import { lateAcquireOf } from '../../redis/bounded-lock-store.js';
 import type { AcquireCall, LockRef, LockStore } from '../../store/lock-store.js';
 import type { HoldOwner } from './hold.js';
-import { errorText } from '../events/lock-events.js';
 import type { LockLogger } from '../events/lock-events.js';
+import { errorText } from '../../common/error-text.js';
 
 /** Delay between two attempts to reach Redis for a clean-up, in milliseconds. */
 const RETRY_MS = 250;

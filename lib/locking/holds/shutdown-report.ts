@@ -1,8 +1,9 @@
 import { performance } from 'node:perf_hooks';
 import type { LockStore } from '../../store/lock-store.js';
 import type { Hold } from './hold.js';
-import { errorText, kindOf } from '../events/lock-events.js';
+import { kindOf } from '../events/lock-events.js';
 import type { LockLogger } from '../events/lock-events.js';
+import { errorText } from '../../common/error-text.js';
 
 /** How often shutdown says again that it still waits. */
 export const SHUTDOWN_REMINDER_MS = 5_000;

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { LockLostError } from '../../errors/lock-lost.error.js';
-import { errorText } from '../events/lock-events.js';
 import type { LockLogger } from '../events/lock-events.js';
+import { errorText } from '../../common/error-text.js';
 
 /** Keys named in one aggregated line. */
 const KEYS_SHOWN = 5;

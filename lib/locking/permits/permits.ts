@@ -14,6 +14,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { performance } from 'node:perf_hooks';
 import { LockOwner } from '../holds/owner-context.js';
 import { PermitHandleImpl } from './permit-handle.js';
+import { errorText } from '../../common/error-text.js';
 
 /** The largest `limit` accepted. */
 export const MAX_PERMIT_LIMIT = 100_000;
@@ -115,9 +116,7 @@ export class Permits {
         return await runInPermitFrame(this.parts.instanceId, permit, () => fn(permit));
       } finally {
         await permit.release().catch((err: unknown) => {
-          this.parts.logger.warn(
-            `releasing a permit of "${key}" failed (its lease will free it): ${err instanceof Error ? err.message : String(err)}`,
-          );
+          this.parts.logger.warn(`releasing a permit of "${key}" failed (its lease will free it): ${errorText(err)}`);
         });
       }
     })();
