@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import type { RedisDriver } from '../redis/driver/redis-driver.js';
 import { fleetSeries } from './fleet-series.js';
-import type { BoardFleet } from './fleet-series.js';
+import type { BoardFleet } from './board-fleet.types.js';
 import { FleetStore, MAX_DOUBT_LISTED } from './fleet-store.js';
 import type { FleetInstanceInfo, FleetInstanceRecord } from './fleet-store.js';
 import { LoadHistory } from './load-history.js';

@@ -1,7 +1,7 @@
 import { bounded } from '../common/async-limits.js';
-import type { LoadCounts } from '../locking/activity/engine-activity.js';
+import type { LoadCounts } from '../types/load.types.js';
 import type { RedisDriver } from '../redis/driver/redis-driver.js';
-import type { BoardLoadSample } from './load-history.js';
+import type { BoardLoadSample } from './board-fleet.types.js';
 import { errorText } from '../common/error-text.js';
 
 /** What an instance publishes of itself besides its samples (the board's per-instance breakdown). */

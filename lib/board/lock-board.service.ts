@@ -8,7 +8,7 @@ import { BOARD_KINDS } from '../read-model/kinds.js';
 import type { BoardEngine } from '../read-model/kinds.js';
 import { RecentEvents } from './recent-events.js';
 import { FleetFeed } from './fleet-feed.js';
-import type { BoardFleet } from './fleet-series.js';
+import type { BoardFleet } from './board-fleet.types.js';
 import type { BoardEntry, BoardEvent, BoardSnapshot } from '../read-model/snapshot.types.js';
 import { BoardSnapshots } from '../read-model/snapshots.js';
 import { validateLockKey } from '../store/lock-key.js';

@@ -3,31 +3,10 @@ import type { AlarmScope } from './alarm-scope.js';
 import type { Hold } from '../holds/hold.js';
 import { kindOf } from '../events/lock-events.js';
 import type { WaitRecord } from '../acquire/waiting.js';
-
-/** What a hold or a waiter is for the gauges: a lock, a semaphore's permit, or a leadership (`leader:<name>`). */
-export type LoadKind = 'lock' | 'semaphore' | 'leader';
+import type { LoadKind, LockLoad } from '../../types/load.types.js';
 
 /** The kinds, in the order the gauges, the health details and the board report them. */
 export const LOAD_KINDS: readonly LoadKind[] = Object.freeze(['lock', 'semaphore', 'leader'] as const);
-
-/** Numbers of one process per kind. */
-export type LoadCounts = Readonly<Record<LoadKind, number>>;
-
-/**
- * What this process holds and waits for right now, per kind: read from the engine's own bookkeeping, never from
- * Redis (the `lock.holds` and `lock.waiters` gauges, the health details, the board's chart).
- */
-export interface LockLoad {
-  /**
-   * Holds kept now: one per owner, key and mode (re-entered levels count once; a multi-key lock counts one per key),
-   * releases in flight included until answered.
-   */
-  readonly holds: LoadCounts;
-  /** Acquisitions waiting now (a standby leader's campaign is a waiter of kind `leader`). */
-  readonly waiters: LoadCounts;
-  /** Holds among `holds` that are in doubt now (the connection to Redis dropped or went silent). */
-  readonly inDoubt: LoadCounts;
-}
 
 /**
  * This engine's holds and waits as they are right now, one view for the deadlock alarm, the board and the gauges. A
