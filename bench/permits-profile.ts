@@ -6,7 +6,7 @@
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { Semaphore } from 'redis-semaphore';
-import { LockEngine } from '../lib/locking/lock-engine.js';
+import { LockEngine } from '../lib/locking/engine/lock-engine.js';
 import { startRedisServer } from '../tools/redis-server.mjs';
 
 type Cycle = (key: string) => Promise<void>;

@@ -16,7 +16,7 @@ import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { Semaphore } from 'redis-semaphore';
-import { LockEngine } from '../lib/locking/lock-engine.js';
+import { LockEngine } from '../lib/locking/engine/lock-engine.js';
 import { startRedisServer } from '../tools/redis-server.mjs';
 import { contendedRun, percentile, sleep } from './permits-contended.js';
 import type { ContendedRun, ContendedSettings, PermitContender } from './permits-contended.js';

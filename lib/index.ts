@@ -26,10 +26,10 @@ export type { LockHttpErrorMapper } from './nest/http-error-mapper.js';
 export { LockConflictException } from './nest/lock-conflict.exception.js';
 
 // Engine (framework-free)
-export { LockEngine } from './locking/lock-engine.js';
-export type { LockEngineOptions, ModeFixedOptions, SkipOptions, WaitOptions } from './locking/engine-options.js';
-export { DEFAULT_LOCK_SETTINGS } from './locking/engine-settings.js';
-export type { LockEngineSettings } from './locking/engine-settings.js';
+export { LockEngine } from './locking/engine/lock-engine.js';
+export type { LockEngineOptions, ModeFixedOptions, SkipOptions, WaitOptions } from './locking/engine/engine-options.js';
+export { DEFAULT_LOCK_SETTINGS } from './locking/settings/engine-settings.js';
+export type { LockEngineSettings } from './locking/settings/engine-settings.js';
 export type {
   AcquireOptions,
   HoldState,
@@ -51,7 +51,7 @@ export type {
   LockLogger,
   HeldTooLongEvent,
   LockHolderIdentity,
-} from './locking/lock-events.js';
+} from './locking/events/lock-events.js';
 export { attachLockMetrics, LOCK_METRICS } from './observability/lock-metrics.js';
 export type {
   LockMetricsOptions,
@@ -61,7 +61,7 @@ export type {
 } from './observability/lock-metrics.js';
 export type { RedisConnectionInput } from './redis/connection.js';
 export type { GlideClientLike, IovalkeyLike, NodeRedisLike } from './redis/driver/client-family.js';
-export { MAX_KEY_BYTES } from './redis/key-layout.js';
+export { MAX_KEY_BYTES } from './store/lock-key.js';
 
 // Errors
 export {

@@ -1,12 +1,13 @@
 import { hostname } from 'node:os';
 import type { RedisDriver } from '../redis/driver/redis-driver.js';
 import { fleetSeries } from './fleet-series.js';
-import type { BoardFleet } from './fleet-series.js';
+import type { BoardFleet } from './board-fleet.types.js';
 import { FleetStore, MAX_DOUBT_LISTED } from './fleet-store.js';
 import type { FleetInstanceInfo, FleetInstanceRecord } from './fleet-store.js';
 import { LoadHistory } from './load-history.js';
 import type { HistoryEngine } from './load-history.js';
-import type { LockEngine } from '../locking/lock-engine.js';
+import type { LockEngine } from '../locking/engine/lock-engine.js';
+import { errorText } from '../common/error-text.js';
 
 /** What the feed needs of the engine (internal members spelled out, so the emitted types do not name them). */
 export type FeedEngine = HistoryEngine &
@@ -74,7 +75,7 @@ export class FleetFeed {
     } catch (err) {
       return {
         records: [],
-        error: `the other instances' samples could not be read: ${err instanceof Error ? err.message : String(err)}`,
+        error: `the other instances' samples could not be read: ${errorText(err)}`,
       };
     }
   }

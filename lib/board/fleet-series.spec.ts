@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { fleetSeries } from './fleet-series.js';
 import type { FleetInstanceRecord } from './fleet-store.js';
 import { LOAD_HISTORY_WINDOW_MS } from './load-history.js';
-import type { BoardLoadSample } from './load-history.js';
+import type { BoardLoadSample } from './board-fleet.types.js';
 
 const NOW = 1_800_000_000_000;
 const counts = (lock = 0) => ({ lock, semaphore: 0, leader: 0 });

@@ -1,45 +1,7 @@
-import type { LoadCounts } from '../locking/engine-activity.js';
+import type { LoadCounts } from '../types/load.types.js';
 import type { FleetInstanceRecord } from './fleet-store.js';
 import { LOAD_HISTORY_WINDOW_MS } from './load-history.js';
-import type { BoardLoadSample } from './load-history.js';
-
-/** One instance of the fleet, as the board's charts and breakdown show it. */
-export interface BoardFleetInstance {
-  readonly id: string;
-  readonly host: string;
-  readonly pid: number;
-  readonly app: string;
-  /** Whether it is the instance that answered. */
-  readonly self: boolean;
-  readonly sampleMs: number;
-  /** When its last sample was taken (its clock), milliseconds since the epoch. */
-  readonly lastAt: number;
-  /** Its numbers at its last sample (for the one that answered: now), and its alarms over the window. */
-  readonly now: BoardLoadSample;
-  /** Its values at each of the fleet's `times` (alarms: those of the interval ending there). */
-  readonly series: readonly BoardLoadSample[];
-  /** Its holds in doubt at its last sample (key, owner). */
-  readonly inDoubt: readonly { readonly key: string; readonly owner: string }[];
-}
-
-/** The fleet's load over the history there is: per instance and in total, on one time grid. */
-export interface BoardFleet {
-  /** The window, in milliseconds (fifteen minutes). */
-  readonly windowMs: number;
-  /** The grid's step, in milliseconds (the shortest `historySampleMs` of the fleet). */
-  readonly stepMs: number;
-  /** Where the axis starts: the oldest sample there is, at most `windowMs` ago (milliseconds since the epoch). */
-  readonly from: number;
-  /** Where it ends: now. */
-  readonly to: number;
-  /** The grid, oldest first, `to` last. */
-  readonly times: readonly number[];
-  readonly instances: readonly BoardFleetInstance[];
-  /** The sum over the instances at each of `times`. */
-  readonly total: readonly BoardLoadSample[];
-  /** Why the other instances could not be read (only the answering one is shown then). */
-  readonly error?: string;
-}
+import type { BoardFleet, BoardFleetInstance, BoardLoadSample } from './board-fleet.types.js';
 
 const FIELDS = ['holds', 'waiters', 'inDoubt', 'heldAlarms', 'waitAlarms'] as const;
 const GAUGES = ['holds', 'waiters', 'inDoubt'] as const;

@@ -1,7 +1,8 @@
 import { bounded } from '../common/async-limits.js';
-import type { LoadCounts } from '../locking/engine-activity.js';
+import type { LoadCounts } from '../types/load.types.js';
 import type { RedisDriver } from '../redis/driver/redis-driver.js';
-import type { BoardLoadSample } from './load-history.js';
+import type { BoardLoadSample } from './board-fleet.types.js';
+import { errorText } from '../common/error-text.js';
 
 /** What an instance publishes of itself besides its samples (the board's per-instance breakdown). */
 export interface FleetInstanceInfo {
@@ -139,7 +140,7 @@ export class FleetStore {
       this.pending.splice(0, batch.length);
       this.lastWriteError = undefined;
     } catch (err) {
-      this.lastWriteError = err instanceof Error ? err.message : String(err);
+      this.lastWriteError = errorText(err);
     } finally {
       this.writing = false;
     }

@@ -11,9 +11,8 @@ export type {
 } from './lock-board-options.js';
 export { BOARD_ACTION_HEADER, BOARD_ACTION_VALUE } from './board-requests.js';
 export type { BoardView } from './lock-board.service.js';
-export type { BoardLoadSample } from './load-history.js';
-export type { BoardFleet, BoardFleetInstance } from './fleet-series.js';
-export type { LoadCounts, LoadKind } from '../locking/engine-activity.js';
+export type { BoardFleet, BoardFleetInstance, BoardLoadSample } from './board-fleet.types.js';
+export type { LoadCounts, LoadKind } from '../types/load.types.js';
 export type {
   BoardEntry,
   BoardEvent,

@@ -1,28 +1,13 @@
-import type { LockEngine } from '../locking/lock-engine.js';
-import { loadKindOf } from '../locking/engine-activity.js';
-import type { EngineActivity, LoadCounts, LoadKind } from '../locking/engine-activity.js';
+import type { LockEngine } from '../locking/engine/lock-engine.js';
+import { loadKindOf } from '../locking/activity/engine-activity.js';
+import type { EngineActivity } from '../locking/activity/engine-activity.js';
+import type { LoadKind } from '../types/load.types.js';
+import type { BoardLoadSample } from './board-fleet.types.js';
 
 /** How far back the board's chart looks: fifteen minutes. */
 export const LOAD_HISTORY_WINDOW_MS = 15 * 60_000;
 /** The most samples kept (a faster `historySampleMs` covers less than the window). */
 export const MAX_LOAD_SAMPLES = 900;
-
-/**
- * One instance's holds, waiters and holds in doubt at one moment, per kind (what the `lock.holds` and `lock.waiters`
- * gauges read), and the deadlock alarms it raised since its sample before.
- */
-export interface BoardLoadSample {
-  /** When, in milliseconds since the epoch (the clock of the instance that took it). */
-  readonly at: number;
-  readonly holds: LoadCounts;
-  readonly waiters: LoadCounts;
-  /** Holds among `holds` in doubt (the connection to Redis dropped or went silent). */
-  readonly inDoubt: LoadCounts;
-  /** Deadlock alarms since the sample before: holds kept past `holdWarningMs`. */
-  readonly heldAlarms: LoadCounts;
-  /** Deadlock alarms since the sample before: waits past `waitWarningMs`. */
-  readonly waitAlarms: LoadCounts;
-}
 
 /** What the history reads of the engine (`activity` is internal: spelled out, so the emitted types do not name it). */
 export type HistoryEngine = Pick<LockEngine, 'on'> & { activity(): EngineActivity };

@@ -8,6 +8,7 @@ import { crossSiteRefusal, describeRequest } from './board-requests.js';
 import type { BoardRequest } from './board-requests.js';
 import type { LockBoardGuard } from './lock-board-options.js';
 import { LockBoardService } from './lock-board.service.js';
+import { errorText } from '../common/error-text.js';
 
 /**
  * The policy the page is served with when the application set none (helmet's, or its own, is left alone): its own
@@ -134,7 +135,7 @@ export function lockBoardController(path: string, guards: readonly LockBoardGuar
      */
     private unreadable(res: unknown, err: unknown): void {
       this.json(res, 503, {
-        error: `the lock board cannot read Redis: ${err instanceof Error ? err.message : String(err)}`,
+        error: `the lock board cannot read Redis: ${errorText(err)}`,
       });
     }
 

@@ -8,11 +8,12 @@ import { BOARD_KINDS } from '../read-model/kinds.js';
 import type { BoardEngine } from '../read-model/kinds.js';
 import { RecentEvents } from './recent-events.js';
 import { FleetFeed } from './fleet-feed.js';
-import type { BoardFleet } from './fleet-series.js';
+import type { BoardFleet } from './board-fleet.types.js';
 import type { BoardEntry, BoardEvent, BoardSnapshot } from '../read-model/snapshot.types.js';
 import { BoardSnapshots } from '../read-model/snapshots.js';
-import { validateLockKey } from '../redis/key-layout.js';
+import { validateLockKey } from '../store/lock-key.js';
 import type { LockBoardForceRelease, LockBoardSettings } from './lock-board-options.js';
+import { errorText } from '../common/error-text.js';
 
 /** Injection token of a board's settings (defaults merged). */
 export const LOCK_BOARD_SETTINGS = Symbol('nest-redis-locks.board-settings');
@@ -175,9 +176,7 @@ export class LockBoardService implements OnModuleInit, OnModuleDestroy {
     if (hook) {
       Promise.resolve()
         .then(() => hook({ kind: kind.name, key: key as string, held, request, at: new Date() }))
-        .catch((err: unknown) =>
-          this.logger.error(`onForceRelease threw: ${err instanceof Error ? err.message : String(err)}`),
-        );
+        .catch((err: unknown) => this.logger.error(`onForceRelease threw: ${errorText(err)}`));
     }
     return { ok: true, held };
   }

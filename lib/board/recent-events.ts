@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import type { LockEngine } from '../locking/lock-engine.js';
+import type { LockEngine } from '../locking/engine/lock-engine.js';
 import type { BoardEvent } from '../read-model/snapshot.types.js';
 
 /** Events kept by default. */

@@ -1,6 +1,6 @@
 import { createInterface } from 'node:readline/promises';
 import { LOCK_KIND } from '../read-model/kinds.js';
-import { validateLockKey } from '../redis/key-layout.js';
+import { validateLockKey } from '../store/lock-key.js';
 import type { CliOptions } from './cli-args.js';
 import { UsageError } from './cli-args.js';
 import { CliError } from './cli-connection.js';

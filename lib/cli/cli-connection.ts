@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { Cluster, Redis } from 'ioredis';
 import type { RedisOptions } from 'ioredis';
-import { LockEngine } from '../locking/lock-engine.js';
+import { LockEngine } from '../locking/engine/lock-engine.js';
 import { BOARD_KINDS } from '../read-model/kinds.js';
 import { BoardSnapshots } from '../read-model/snapshots.js';
 import { bounded } from '../common/async-limits.js';

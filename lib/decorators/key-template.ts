@@ -1,7 +1,7 @@
 import { LockConfigError } from '../errors/lock-config.error.js';
 import { LockKeyError } from '../errors/lock-key.error.js';
 import type { KeyResolver } from '../nest/locked-method.js';
-import { validateLockKey } from '../redis/key-layout.js';
+import { validateLockKey } from '../store/lock-key.js';
 
 /**
  * What a lock decorator accepts as its key: a template (`'article:<id>'`, `'<dto.author.id>'`, `'<0>'`), an

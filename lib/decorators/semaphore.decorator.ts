@@ -1,6 +1,6 @@
 import { Observable } from 'rxjs';
 import { LockConfigError } from '../errors/lock-config.error.js';
-import { MAX_PERMIT_LIMIT } from '../locking/permits.js';
+import { MAX_PERMIT_LIMIT } from '../locking/permits/permits.js';
 import type { PermitOptions } from '../types/permit.types.js';
 import { compileKeySpec } from './key-template.js';
 import type { LockKeySpec } from './key-template.js';

@@ -4,6 +4,7 @@ import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error.js
 import { LockClosedError } from '../errors/lock-closed.error.js';
 import type { AcquireOptions, HoldState, LockHandle, LockInfo } from '../types/lock.types.js';
 import type { CampaignOptions, LeaderFn, Leadership } from './leader.types.js';
+import { errorText } from '../common/error-text.js';
 
 /** What campaigns need of their engine (implemented by `LockEngine`). */
 export interface LeaderPort {
@@ -219,10 +220,6 @@ export class Campaign {
     }
     return this.stopped ? 'stop' : 'pause';
   }
-}
-
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 function noop(): void {}

@@ -1,5 +1,5 @@
 import { LockConfigError } from '../errors/lock-config.error.js';
-import { validateLockKey } from '../redis/key-layout.js';
+import { validateLockKey } from '../store/lock-key.js';
 import type { CampaignOptions } from './leader.types.js';
 
 /**
@@ -23,7 +23,11 @@ const MAX_MS = 2_147_483_647;
 /** What every leadership's lock key starts with (`leader:<name>`). */
 export const LEADER_KEY_PREFIX = 'leader:';
 
-/** The lock key of leadership `name`: `leader:<name>`. @throws {LockKeyError} when it is not a valid lock key. */
+/**
+ * The lock key of leadership `name`: `leader:<name>`.
+ * @throws {LockConfigError} when `name` is not a non-empty string.
+ * @throws {LockKeyError} when `leader:<name>` is not a valid lock key.
+ */
 export function leaderKey(name: string): string {
   if (typeof name !== 'string' || name.length === 0) {
     throw new LockConfigError(`invalid leader name ${JSON.stringify(name)}: expected a non-empty string`, 'name');

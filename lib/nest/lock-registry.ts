@@ -1,5 +1,5 @@
 import { LockConfigError } from '../errors/lock-config.error.js';
-import type { LockEngine } from '../locking/lock-engine.js';
+import type { LockEngine } from '../locking/engine/lock-engine.js';
 import type { ModuleSettings } from './module-settings.js';
 
 /** What decorated methods and the interceptor need at call time. */

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import type { BeforeApplicationShutdown, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
-import { LockEngine } from '../locking/lock-engine.js';
+import { LockEngine } from '../locking/engine/lock-engine.js';
 import { attachOpenTelemetryMetrics } from '../observability/lock-metrics.js';
 import type { LockStoreFactory } from '../store/lock-store.js';
 import { LockRegistry } from './lock-registry.js';

@@ -2,14 +2,14 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { defer, finalize, from, isObservable, mergeMap, of, throwError } from 'rxjs';
 import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error.js';
 import type { Observable } from 'rxjs';
-import { asError } from '../locking/lock-events.js';
-import type { LockEngine } from '../locking/lock-engine.js';
-import { runInPermitFrame } from '../locking/permits.js';
+import type { LockEngine } from '../locking/engine/lock-engine.js';
+import { runInPermitFrame } from '../locking/permits/permits.js';
 import type { PermitHandle } from '../types/permit.types.js';
 import type { LockHandle } from '../types/lock.types.js';
 import { LockRegistry } from './lock-registry.js';
 import type { LockRuntime } from './lock-registry.js';
 import type { HeldByMethod, LockedMethodSpec } from './locked-method.js';
+import { errorText, asError } from '../common/error-text.js';
 
 type AnyMethod = (...args: unknown[]) => unknown;
 
@@ -130,11 +130,11 @@ async function settle(
   // The signal of a lock handle is only ever aborted with a LockLostError.
   const lost = handle.signal.aborted ? (handle.signal.reason as Error) : undefined;
   await handle.release().catch((err: unknown) => {
-    runtime.warn(`${spec.method}: releasing "${handle.key}" failed (its lease will free it): ${describe(err)}`);
+    runtime.warn(`${spec.method}: releasing "${handle.key}" failed (its lease will free it): ${errorText(err)}`);
   });
   if (!lost || !applyLost) return;
   if (runtime.settings.onLockLost === 'warn') {
-    runtime.warn(`${spec.method} ran on after losing its ${spec.mode} lock on "${handle.key}": ${describe(lost)}`);
+    runtime.warn(`${spec.method} ran on after losing its ${spec.mode} lock on "${handle.key}": ${errorText(lost)}`);
   } else if (runtime.settings.onLockLost === 'throw') {
     throw lost;
   }
@@ -142,7 +142,7 @@ async function settle(
 
 /** `settle` from a teardown, where nothing can be thrown: a lost lock is logged even with `onLockLost: 'throw'`. */
 export function settleInBackground(runtime: LockRuntime, spec: LockedMethodSpec, handle: HeldByMethod): void {
-  settle(runtime, spec, handle).catch((err: unknown) => runtime.warn(`${spec.method}: ${describe(err)}`));
+  settle(runtime, spec, handle).catch((err: unknown) => runtime.warn(`${spec.method}: ${errorText(err)}`));
 }
 
 /** The method's lock, or its permit for `@Semaphore` (one key); `null` when skipped (`ifLocked: 'skip'`). */
@@ -175,8 +175,4 @@ function skippedRequest(spec: LockedMethodSpec, keys: readonly string[]): LockAc
     limit: spec.permitLimit,
     skipped: true,
   });
-}
-
-function describe(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

@@ -1,4 +1,4 @@
-import type { LockEngineOptions } from '../locking/engine-options.js';
+import type { LockEngineOptions } from '../locking/engine/engine-options.js';
 import type { LockMetricsOptions } from '../observability/lock-metrics.js';
 import type { LockHttpErrorMapper } from './http-error-mapper.js';
 

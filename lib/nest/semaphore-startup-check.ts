@@ -2,7 +2,7 @@ import { Inject, Injectable, Optional } from '@nestjs/common';
 import type { OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { LockConfigError } from '../errors/lock-config.error.js';
-import { QUORUM_HAS_NO_SEMAPHORES } from '../locking/engine-store.js';
+import { QUORUM_HAS_NO_SEMAPHORES } from '../locking/engine/engine-store.js';
 import type { LockStoreFactory } from '../store/lock-store.js';
 import { LOCK_STORE_FACTORY } from './lock-store.token.js';
 import { applicationClasses, decoratedMethods } from './decorated-methods.js';

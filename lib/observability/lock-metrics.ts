@@ -1,7 +1,7 @@
-import type { LockEngine } from '../locking/lock-engine.js';
-import type { LockLogger } from '../locking/lock-events.js';
-import { LOAD_KINDS } from '../locking/engine-activity.js';
-import type { LockLoad } from '../locking/engine-activity.js';
+import type { LockEngine } from '../locking/engine/lock-engine.js';
+import type { LockLogger } from '../locking/events/lock-events.js';
+import { LOAD_KINDS } from '../locking/activity/engine-activity.js';
+import type { LockLoad } from '../types/load.types.js';
 
 /** What an observable gauge's callback is given (the part used here). */
 export interface ObservableResultLike {

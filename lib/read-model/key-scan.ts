@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import type { DriverNode, RedisDriver } from '../redis/driver/redis-driver.js';
 import { bounded } from '../common/async-limits.js';
 import type { BoardScanFailure } from './snapshot.types.js';
+import { errorText } from '../common/error-text.js';
 
 /** How far one scan may go. */
 export interface ScanLimits {
@@ -91,7 +92,7 @@ export async function scanKeys(
       } while (cursor !== '0');
     } catch (err) {
       complete = false;
-      failures.push({ master: label, error: err instanceof Error ? err.message : String(err) });
+      failures.push({ master: label, error: errorText(err) });
     }
   }
   if (nodes.length === 0 || cut) complete = false;

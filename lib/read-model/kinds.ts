@@ -1,12 +1,12 @@
 import { performance } from 'node:perf_hooks';
-import type { LockEngine } from '../locking/lock-engine.js';
+import type { LockEngine } from '../locking/engine/lock-engine.js';
 import { lockKeys } from '../redis/key-layout.js';
 import { LockConfigError } from '../errors/lock-config.error.js';
 import type { LockInfo } from '../types/lock.types.js';
 import type { PermitInfo } from '../types/permit.types.js';
 import type { BoardEntry, BoardHolder, WaitAgeSource } from './snapshot.types.js';
 import { bounded, mapLimited } from '../common/async-limits.js';
-import { LEADER_KIND_NAME, isLeaderKey } from './leaders.js';
+import { LEADER_KIND_NAME, isLeaderKey } from './leader-rows.js';
 
 /** What the board and the CLI need of a lock engine (internal members included). */
 export type BoardEngine = Pick<

@@ -2,7 +2,8 @@ import { performance } from 'node:perf_hooks';
 import type { BoardEngine, BoardKind, BoardReadContext } from './kinds.js';
 import type { BoardEntry, BoardSnapshot } from './snapshot.types.js';
 import { globEscape, scanKeys } from './key-scan.js';
-import { leadersOf } from './leaders.js';
+import { leadersOf } from './leader-rows.js';
+import { errorText } from '../common/error-text.js';
 
 /** How snapshots are taken and shared (the board's and the CLI's options, defaults merged). */
 export interface SnapshotSettings {
@@ -179,7 +180,7 @@ export class BoardSnapshots {
         failures: scan.failures,
       });
     } catch (err) {
-      const error = err instanceof Error ? err.message : String(err);
+      const error = errorText(err);
       return finish({
         entries: [],
         found: found.length,

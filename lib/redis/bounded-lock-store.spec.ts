@@ -4,7 +4,7 @@ import { LockUnavailableError } from '../errors/lock-unavailable.error.js';
 import type { LockOperation } from '../errors/lock-unavailable.error.js';
 import { BoundedLockStore, lateAcquireOf, MAX_BACKLOG_FACTOR } from './bounded-lock-store.js';
 import type { AcquireCall, AcquireReply, LockStore } from '../store/lock-store.js';
-import { TIMED_OUT } from './redis-failures.js';
+import { TIMED_OUT } from '../store/timed-out.js';
 
 /*
  * The deadline logic of BoundedLockStore, over a stand-in store whose answers the test releases by hand (the

@@ -15,7 +15,7 @@ import type {
   WakeUp,
   WakeUpSubscription,
 } from '../store/lock-store.js';
-import { TIMED_OUT } from './redis-failures.js';
+import { TIMED_OUT } from '../store/timed-out.js';
 import { grantedReplyOf } from './replica-wait.js';
 
 /** How much longer than the command timeout a call may wait behind this process's own commands while Redis answers. */

@@ -1,3 +1,4 @@
+import { errorText } from '../common/error-text.js';
 // Errors of a Redis server told apart by their code (the reply's first word), never by their wording, which
 // differs between servers and versions.
 
@@ -7,7 +8,7 @@
  * wording after it, which versions change (Valkey's NOSCRIPT has no "Please use EVAL.", for one).
  */
 export function redisErrorCode(err: unknown): string | undefined {
-  const message = err instanceof Error ? err.message : String(err);
+  const message = errorText(err);
   const code = /^([A-Z]{3,})[ :]/.exec(message)?.[1];
   if (code) return code;
   return err instanceof Error && err.name === 'ReplyError' ? 'ERR' : undefined;
@@ -23,6 +24,6 @@ export function isNoScript(err: unknown): boolean {
  * with: '<the script>' …`): no message of the library quotes a script.
  */
 export function withoutArguments(err: unknown): string {
-  const message = err instanceof Error ? err.message : String(err);
+  const message = errorText(err);
   return message.replace(/,? with args beginning with:.*$/s, '').trim();
 }

@@ -1,8 +1,4 @@
-import { LockKeyError } from '../errors/lock-key.error.js';
 import { fenceFloorKey } from './fence-floor.js';
-
-/** Longest lock key accepted, in UTF-8 bytes. */
-export const MAX_KEY_BYTES = 1024;
 
 /**
  * The Redis names of one lock. All share the hash tag `{<key>}`, so every script touches a single Cluster slot:
@@ -32,35 +28,6 @@ export interface LockKeys {
   readonly granting: readonly string[];
 }
 
-/** Throws `LockKeyError` unless `key` is a non-empty string of at most 1024 bytes that can form a hash tag. */
-export function validateLockKey(key: unknown): string {
-  if (typeof key !== 'string') {
-    throw new LockKeyError(`invalid lock key: expected a string, got ${describe(key)}`, key);
-  }
-  if (key.length === 0) throw new LockKeyError('invalid lock key: the key is empty', key, key);
-  if (!isWellFormed(key)) {
-    // A lone surrogate has no UTF-8 form: Node would write U+FFFD, so distinct keys would share one lock.
-    throw new LockKeyError(
-      `invalid lock key ${JSON.stringify(key.slice(0, 40))}: not well-formed UTF-16 (a lone surrogate at index ${loneSurrogateAt(key)})`,
-      key,
-      key,
-    );
-  }
-  const bytes = Buffer.byteLength(key, 'utf8');
-  if (bytes > MAX_KEY_BYTES) {
-    throw new LockKeyError(
-      `invalid lock key "${key.slice(0, 40)}…": ${bytes} bytes, the limit is ${MAX_KEY_BYTES}`,
-      key,
-      key,
-    );
-  }
-  if (key.startsWith('}')) {
-    // `{}` would be an empty hash tag: Redis Cluster would then hash each full name separately.
-    throw new LockKeyError(`invalid lock key "${key}": a key cannot start with '}'`, key, key);
-  }
-  return key;
-}
-
 /**
  * The Redis names for `key` under `prefix` (the key must be valid). `channelPrefix` is the `keyPrefix` of an ioredis
  * client the application passed: ioredis prepends it to the KEYS of every script call, so the scripts publish on
@@ -88,27 +55,4 @@ export function lockKeys(prefix: string, key: string, channelPrefix = ''): LockK
     all: [state, leases, writers, readers, queue, deadlines],
     granting: [state, leases, writers, readers, queue, deadlines, fence],
   };
-}
-
-/** Whether `s` has no lone surrogate (`String.prototype.isWellFormed`, Node 20+). */
-function isWellFormed(s: string): boolean {
-  return (s as string & { isWellFormed(): boolean }).isWellFormed();
-}
-
-function loneSurrogateAt(s: string): number {
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c >= 0xd800 && c <= 0xdbff) {
-      const next = s.charCodeAt(i + 1);
-      if (next >= 0xdc00 && next <= 0xdfff) i++;
-      else return i;
-    } else if (c >= 0xdc00 && c <= 0xdfff) return i;
-  }
-  return -1;
-}
-
-function describe(v: unknown): string {
-  if (v === null) return 'null';
-  if (Array.isArray(v)) return 'an array';
-  return typeof v;
 }

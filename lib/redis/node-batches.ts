@@ -2,6 +2,7 @@ import type { RedisDriver } from './driver/redis-driver.js';
 import type { LuaScript } from './scripts/lua-script.js';
 import type { ScriptRunner } from './script-batcher.js';
 import { slotOf } from './driver/slot.js';
+import { errorText } from '../common/error-text.js';
 
 /**
  * Items per script call: 6 key names and 3 arguments at most each, so one call stays well under Redis's argument
@@ -136,7 +137,7 @@ export function chunks<T>(items: readonly T[], size: number): T[][] {
 
 /** Whether the server refuses a script that takes keys of several slots (Redis before 7.0, or a proxy). */
 export function refusesCrossSlot(err: unknown): boolean {
-  return /CROSSSLOT|shebang|Unknown lua shebang|allow-cross-slot|Error compiling script/i.test(messageOf(err));
+  return /CROSSSLOT|shebang|Unknown lua shebang|allow-cross-slot|Error compiling script/i.test(errorText(err));
 }
 
 /**
@@ -150,12 +151,8 @@ export function refusesCrossSlot(err: unknown): boolean {
  * round of retries.
  */
 export function misrouted(err: unknown): boolean {
-  const message = messageOf(err);
+  const message = errorText(err);
   if (/^Too many Cluster redirections/i.test(message))
     return /Last error: (?:\w*Error: )?(?:MOVED|ASK|TRYAGAIN) /.test(message);
   return /^(MOVED|ASK|TRYAGAIN) |non local key|hash to the same slot|during rehashing of the slot/i.test(message);
-}
-
-function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

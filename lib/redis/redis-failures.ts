@@ -1,13 +1,12 @@
 import { LockError } from '../errors/lock.error.js';
 import { LockUnavailableError } from '../errors/lock-unavailable.error.js';
 import type { LockOperation, LockUnavailableReason } from '../errors/lock-unavailable.error.js';
+import { TIMED_OUT } from '../store/timed-out.js';
 import { NotReplicated } from './replica-wait.js';
 import { redisErrorCode, withoutArguments } from './error-code.js';
+import { errorText } from '../common/error-text.js';
 
 export { redisErrorCode } from './error-code.js';
-
-/** A command that got no answer within the command timeout (what `RedisLockStore.describeFailure` is told). */
-export const TIMED_OUT: unique symbol = Symbol('timed out');
 
 /** What the classification of a Redis failure gives. */
 export interface RedisFailure {
@@ -26,7 +25,7 @@ export type ScriptSourceLookup = (sha: string) => string | undefined;
  * error reply (`READONLY`, `OOM`, `BUSY`, …: refused), or a connection failure (unreachable).
  */
 export function classifyRedisError(err: unknown, scripts: ScriptSourceLookup, keyPrefix: string): RedisFailure {
-  const message = err instanceof Error ? err.message : String(err);
+  const message = errorText(err);
   const code = redisErrorCode(err);
   if (code === undefined) return { reason: 'unreachable', detail: `no working connection to Redis: ${message}` };
   const denial =

@@ -1,5 +1,6 @@
 import { loadCronTime } from './load-cron.js';
 import type { CronTimeLike } from './load-cron.js';
+import { errorText } from '../common/error-text.js';
 
 /**
  * What `@nestjs/schedule` recorded on a job method, read by its metadata keys (plain strings, so this needs nothing of
@@ -86,7 +87,7 @@ async function cronTiming(schedule: Extract<JobSchedule, { kind: 'cron' }>, fall
   try {
     cron = await loadCronTime(schedule.cronTime, schedule.timeZone, schedule.utcOffset);
   } catch (err) {
-    return { defaultHoldMs: fallbackMs, problem: err instanceof Error ? err.message : String(err) };
+    return { defaultHoldMs: fallbackMs, problem: errorText(err) };
   }
   const fires = cron.sendAt(5).map((d) => d.toMillis());
   let gap = Number.POSITIVE_INFINITY;

@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import { errorText } from '../common/error-text.js';
 
 /** What the job timing uses of the `cron` package's `CronTime`. */
 export interface CronTimeLike {
@@ -49,9 +50,7 @@ function cronTimeClass(): Promise<CronTimeClass> {
     .then((m) => m.CronTime)
     .catch((err: unknown) => {
       loaded = undefined;
-      throw new Error(
-        `the "cron" package (a dependency of @nestjs/schedule) cannot be loaded: ${err instanceof Error ? err.message : String(err)}`,
-      );
+      throw new Error(`the "cron" package (a dependency of @nestjs/schedule) cannot be loaded: ${errorText(err)}`);
     });
   return loaded;
 }

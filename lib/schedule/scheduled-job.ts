@@ -1,4 +1,4 @@
-import type { LockEngine } from '../locking/lock-engine.js';
+import type { LockEngine } from '../locking/engine/lock-engine.js';
 import { LockRegistry } from '../nest/lock-registry.js';
 import type { LockRuntime } from '../nest/lock-registry.js';
 import type { AcquireOptions } from '../types/lock.types.js';

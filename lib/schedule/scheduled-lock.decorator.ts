@@ -1,6 +1,6 @@
 import { LockConfigError } from '../errors/lock-config.error.js';
-import { DEFAULT_LOCK_SETTINGS, resolveAcquireOptions } from '../locking/engine-settings.js';
-import { validateLockKey } from '../redis/key-layout.js';
+import { DEFAULT_LOCK_SETTINGS, resolveAcquireOptions } from '../locking/settings/engine-settings.js';
+import { validateLockKey } from '../store/lock-key.js';
 import { wrapMethod } from '../decorators/method-wrapper.js';
 import { FIRE_KEY_SEPARATOR, ScheduledJob } from './scheduled-job.js';
 import type { ScheduledLockOptions } from './scheduled-job.js';

@@ -4,9 +4,12 @@ import type { LockInfo, LockMode, LockPing } from '../types/lock.types.js';
 
 /**
  * The seam between the lock engine and where locks live. The engine decides *when* to acquire, wait, renew and
- * release; a store decides *how*, atomically, on its backend. `RedisLockStore` is the one production store: it is
- * the only code that knows Redis key names, KEYS/ARGV positions, the holder-record format and reply codes.
- * Command deadlines, Redis Functions, pipelining and fan-out to several masters belong behind this interface.
+ * release; a store decides *how*, atomically, on its backend. The stores: `RedisLockStore` (one Redis: standalone,
+ * Sentinel or Cluster), `QuorumLockStore` (one `RedisLockStore` per independent master, a call counts when a majority
+ * agrees), `MemoryLockStore` (the testing module's, in this process), and the wrappers `BoundedLockStore` (every
+ * call bounded by the command timeout) and `StoreRouter` (a lock's calls to the lock store, a permit's to the permit
+ * store). Redis key names, KEYS/ARGV positions, the holder-record format and reply codes stay in `lib/redis/`;
+ * command deadlines, Redis Functions, pipelining and fan-out to several masters belong behind this interface.
  *
  * Every method either settles with a typed reply or rejects; none of them throws synchronously.
  */

@@ -1,5 +1,5 @@
-import { LockEngine } from '../locking/lock-engine.js';
-import type { LockEngineOptions } from '../locking/engine-options.js';
+import { LockEngine } from '../locking/engine/lock-engine.js';
+import type { LockEngineOptions } from '../locking/engine/engine-options.js';
 import { memoryLockStore } from './memory-lock-store.js';
 import type { MemoryLockWorld } from './memory-lock-world.js';
 

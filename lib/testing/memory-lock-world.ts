@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { DEFAULT_LOCK_SETTINGS } from '../locking/engine-settings.js';
+import { DEFAULT_LOCK_SETTINGS } from '../locking/settings/engine-settings.js';
 import type { HolderIdentity, WakeUp } from '../store/lock-store.js';
 
 /** @internal One holder of a lock (the Lua scripts' `h:<token>` field `count|seq|fence|since|info`). */

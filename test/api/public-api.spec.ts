@@ -167,7 +167,7 @@ describe('public API (emitted .d.ts)', () => {
   });
 
   it('strips members marked @internal from the public classes', () => {
-    const engine = ts.sys.readFile(join(out, 'locking/lock-engine.d.ts')) ?? '';
+    const engine = ts.sys.readFile(join(out, 'locking/engine/lock-engine.d.ts')) ?? '';
     const service = ts.sys.readFile(join(out, 'nest/lock.service.d.ts')) ?? '';
     expect(engine).toContain('acquire(keys');
     for (const internal of [

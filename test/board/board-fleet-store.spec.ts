@@ -4,7 +4,7 @@ import { performance } from 'node:perf_hooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { FleetFeed } from '../../lib/board/fleet-feed.js';
 import { fleetNames } from '../../lib/board/fleet-store.js';
-import type { LockEngine } from '../../lib/locking/lock-engine.js';
+import type { LockEngine } from '../../lib/locking/engine/lock-engine.js';
 import { LockTestKit, sleep, until, uniquePrefix } from '../support/lock-test-kit.js';
 import { RedisProxy } from '../support/redis-proxy.js';
 import { redisUrl } from '../support/redis.js';

@@ -3,7 +3,7 @@
 // expiry), then takes snapshots as the board does and reads INFO commandstats around them.
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
-import { LockEngine } from '../../lib/locking/lock-engine.js';
+import { LockEngine } from '../../lib/locking/engine/lock-engine.js';
 import { BOARD_KINDS } from '../../lib/read-model/kinds.js';
 import { BoardSnapshots } from '../../lib/read-model/snapshots.js';
 import { DEFAULT_LOCK_BOARD_SETTINGS } from '../../lib/board/lock-board-options.js';

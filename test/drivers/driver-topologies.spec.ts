@@ -3,7 +3,7 @@ import { Redis as Valkey } from 'iovalkey';
 import { createSentinel } from 'redis';
 import { createSentinel as createSentinel6 } from 'redis6';
 import { LockConfigError } from '../../lib/errors/lock-config.error.js';
-import type { LockEngine } from '../../lib/locking/lock-engine.js';
+import type { LockEngine } from '../../lib/locking/engine/lock-engine.js';
 import { RedisProcess } from '../support/faults.js';
 import { DRIVERS, openDriverClient } from '../support/driver-clients.js';
 import type { DriverClient } from '../support/driver-clients.js';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { LockLostError } from '../../lib/errors/lock-lost.error.js';
-import type { LockEvents } from '../../lib/locking/lock-events.js';
+import type { LockEvents } from '../../lib/locking/events/lock-events.js';
 import { ACQUIRE } from '../../lib/redis/scripts/lock-scripts.js';
 import { LockTestKit, abortedWithin, commandStats, deferred, keysUnder, sleep } from '../support/lock-test-kit.js';
 

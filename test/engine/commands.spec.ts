@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Redis } from 'ioredis';
-import type { LockEngine } from '../../lib/locking/lock-engine.js';
+import type { LockEngine } from '../../lib/locking/engine/lock-engine.js';
 import type { LockHandle } from '../../lib/types/lock.types.js';
 import * as scripts from '../../lib/redis/scripts/lock-scripts.js';
 import { SCRIPT_VARIANTS } from '../../lib/redis/scripts/index.js';

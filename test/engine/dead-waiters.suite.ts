@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from '@jest/globals';
-import type { LockEngine } from '../../lib/locking/lock-engine.js';
-import type { LockEngineOptions } from '../../lib/locking/engine-options.js';
+import type { LockEngine } from '../../lib/locking/engine/lock-engine.js';
+import type { LockEngineOptions } from '../../lib/locking/engine/engine-options.js';
 import { CLAIM_MS, WAITER_HEARTBEAT_MS, WAITER_LEASE_MS } from '../../lib/store/waiter-timing.js';
 import type { LockHandle, LockMode } from '../../lib/types/lock.types.js';
 import type { WorkerRedis } from '../fixtures/worker-protocol.js';

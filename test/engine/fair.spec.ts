@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
-import { LockEngine } from '../../lib/locking/lock-engine.js';
+import { LockEngine } from '../../lib/locking/engine/lock-engine.js';
 import type { LockHandle } from '../../lib/types/lock.types.js';
 import {
   LockTestKit,

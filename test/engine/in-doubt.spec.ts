@@ -3,9 +3,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import { Redis } from 'ioredis';
 import { LockLostError } from '../../lib/errors/lock-lost.error.js';
 import type { Leadership } from '../../lib/leader/leader.types.js';
-import type { LockEngine } from '../../lib/locking/lock-engine.js';
-import type { LockEngineOptions } from '../../lib/locking/engine-options.js';
-import type { LockEvents } from '../../lib/locking/lock-events.js';
+import type { LockEngine } from '../../lib/locking/engine/lock-engine.js';
+import type { LockEngineOptions } from '../../lib/locking/engine/engine-options.js';
+import type { LockEvents } from '../../lib/locking/events/lock-events.js';
 import type { HoldState } from '../../lib/types/lock.types.js';
 import { RedisProcess } from '../support/faults.js';
 import { LockTestKit, sleep, until } from '../support/lock-test-kit.js';

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { afterEach, describe, expect, it } from '@jest/globals';
-import type { LockEvents } from '../../lib/locking/lock-events.js';
+import type { LockEvents } from '../../lib/locking/events/lock-events.js';
 import { LockTestKit, deferred, redisNames, track, until } from '../support/lock-test-kit.js';
 
 describe('inspect', () => {

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import { LockLostError } from '../../lib/errors/lock-lost.error.js';
 import { LockNotHeldError } from '../../lib/errors/lock-not-held.error.js';
-import type { LockEvents } from '../../lib/locking/lock-events.js';
+import type { LockEvents } from '../../lib/locking/events/lock-events.js';
 import {
   LockTestKit,
   abortedWithin,

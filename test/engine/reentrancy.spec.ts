@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { LockError } from '../../lib/errors/lock.error.js';
 import { LockUpgradeError } from '../../lib/errors/lock-upgrade.error.js';
-import { ownerStorage } from '../../lib/locking/owner-context.js';
+import { ownerStorage } from '../../lib/locking/holds/owner-context.js';
 import { LockTestKit, deferred, keysUnder, rejectionOf, sleep, track, until } from '../support/lock-test-kit.js';
 
 describe('reentrancy (owner = async context)', () => {

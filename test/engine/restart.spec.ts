@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { LockLostError } from '../../lib/errors/lock-lost.error.js';
-import type { LockEvents } from '../../lib/locking/lock-events.js';
+import type { LockEvents } from '../../lib/locking/events/lock-events.js';
 import { LockTestKit, abortedWithin, track } from '../support/lock-test-kit.js';
 
 describe('redis-server restart', () => {

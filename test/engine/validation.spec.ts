@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import { LockConfigError } from '../../lib/errors/lock-config.error.js';
 import { LockKeyError } from '../../lib/errors/lock-key.error.js';
 import { LockError } from '../../lib/errors/lock.error.js';
-import type { LockEngine } from '../../lib/locking/lock-engine.js';
+import type { LockEngine } from '../../lib/locking/engine/lock-engine.js';
 import type { AcquireOptions } from '../../lib/types/lock.types.js';
 import { LockTestKit, commandStats, keysUnder, withoutHarness } from '../support/lock-test-kit.js';
 

@@ -3,8 +3,8 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { LockAcquireTimeoutError } from '../../lib/errors/lock-acquire-timeout.error.js';
 import { LockError } from '../../lib/errors/lock.error.js';
-import { LockEngine } from '../../lib/locking/lock-engine.js';
-import type { LockEvents } from '../../lib/locking/lock-events.js';
+import { LockEngine } from '../../lib/locking/engine/lock-engine.js';
+import type { LockEvents } from '../../lib/locking/events/lock-events.js';
 import { ACQUIRE } from '../../lib/redis/scripts/lock-scripts.js';
 import type { LockHandle } from '../../lib/types/lock.types.js';
 import {

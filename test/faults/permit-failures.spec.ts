@@ -3,8 +3,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import { Redis } from 'ioredis';
 import { LockError } from '../../lib/errors/lock.error.js';
 import { LockUnavailableError } from '../../lib/errors/lock-unavailable.error.js';
-import type { LockEngine } from '../../lib/locking/lock-engine.js';
-import type { LockEngineOptions } from '../../lib/locking/engine-options.js';
+import type { LockEngine } from '../../lib/locking/engine/lock-engine.js';
+import type { LockEngineOptions } from '../../lib/locking/engine/engine-options.js';
 import type { PermitHandle } from '../../lib/types/permit.types.js';
 import { RedisProcess } from '../support/faults.js';
 import { keysUnder, LockTestKit, sleep, track, until } from '../support/lock-test-kit.js';

@@ -6,8 +6,8 @@ import { LockError } from '../../lib/errors/lock.error.js';
 import { LockClosedError } from '../../lib/errors/lock-closed.error.js';
 import { LockLostError } from '../../lib/errors/lock-lost.error.js';
 import { LockUnavailableError } from '../../lib/errors/lock-unavailable.error.js';
-import type { LockEngine } from '../../lib/locking/lock-engine.js';
-import type { LockEngineOptions } from '../../lib/locking/engine-options.js';
+import type { LockEngine } from '../../lib/locking/engine/lock-engine.js';
+import type { LockEngineOptions } from '../../lib/locking/engine/engine-options.js';
 import { blockEventLoop, partitionSupport, RedisPartition, RedisProcess } from '../support/faults.js';
 import { abortedWithin, keysUnder, LockTestKit, rejectionOf, sleep, until } from '../support/lock-test-kit.js';
 

@@ -7,7 +7,7 @@ import { Leader } from '../../lib/decorators/leader.decorator.js';
 import { LockClosedError } from '../../lib/errors/lock-closed.error.js';
 import { LockConfigError } from '../../lib/errors/lock-config.error.js';
 import type { Leadership } from '../../lib/leader/leader.types.js';
-import type { HeldTooLongEvent } from '../../lib/locking/lock-events.js';
+import type { HeldTooLongEvent } from '../../lib/locking/events/lock-events.js';
 import { LockTestKit, deferred, sleep, until } from '../support/lock-test-kit.js';
 
 /** Resolves once `signal` aborts. */

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { LockAcquireTimeoutError } from '../../lib/errors/lock-acquire-timeout.error.js';
-import type { HeldTooLongEvent, LockEvents } from '../../lib/locking/lock-events.js';
+import type { HeldTooLongEvent, LockEvents } from '../../lib/locking/events/lock-events.js';
 import { LockTestKit, sleep, until } from '../support/lock-test-kit.js';
 
 describe('events and the held-too-long alarm', () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, expect } from '@jest/globals';
-import type { LockEngine } from '../../lib/locking/lock-engine.js';
-import type { LockEngineOptions } from '../../lib/locking/engine-options.js';
+import type { LockEngine } from '../../lib/locking/engine/lock-engine.js';
+import type { LockEngineOptions } from '../../lib/locking/engine/engine-options.js';
 import { MemoryLockWorld } from '../../lib/testing/memory-lock-world.js';
 import { LockTestKit, uniquePrefix } from '../support/lock-test-kit.js';
 import type { MemoryLogger } from '../support/lock-test-kit.js';

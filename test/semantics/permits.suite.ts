@@ -5,7 +5,7 @@ import { LockConfigError } from '../../lib/errors/lock-config.error.js';
 import { LockLostError } from '../../lib/errors/lock-lost.error.js';
 import { PermitDeadlockError } from '../../lib/errors/permit-deadlock.error.js';
 import { LockAcquireTimeoutError } from '../../lib/errors/lock-acquire-timeout.error.js';
-import type { LockEngine } from '../../lib/locking/lock-engine.js';
+import type { LockEngine } from '../../lib/locking/engine/lock-engine.js';
 import type { LockInfo } from '../../lib/types/lock.types.js';
 import type { PermitHandle, PermitInfo } from '../../lib/types/permit.types.js';
 import { abortedWithin, redisNames, rejectionOf, sleep, track, until } from '../support/lock-test-kit.js';

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { LockAcquireTimeoutError } from '../../lib/errors/lock-acquire-timeout.error.js';
-import type { LockEngine } from '../../lib/locking/lock-engine.js';
+import type { LockEngine } from '../../lib/locking/engine/lock-engine.js';
 import type { LockMode } from '../../lib/types/lock.types.js';
 import { rejectionOf, sleep, track, until } from '../support/lock-test-kit.js';
 import { LockWorlds, STORE_KINDS } from './lock-worlds.js';

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import type { LockEngine } from '../../lib/locking/lock-engine.js';
+import type { LockEngine } from '../../lib/locking/engine/lock-engine.js';
 import { LockTestKit, redisNames, track, until, uniquePrefix } from '../support/lock-test-kit.js';
 import { RedisCluster, topologySupport } from '../support/topologies.js';
 import type { NodeAddress } from '../support/topologies.js';

@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import { Redis } from 'ioredis';
 import { LockConfigError } from '../../lib/errors/lock-config.error.js';
 import { LockAcquireTimeoutError } from '../../lib/errors/lock-acquire-timeout.error.js';
-import type { LockEngine } from '../../lib/locking/lock-engine.js';
+import type { LockEngine } from '../../lib/locking/engine/lock-engine.js';
 import { LockTestKit, redisNames, rejectionOf, sleep, track, until, uniquePrefix } from '../support/lock-test-kit.js';
 import { slotOf } from '../../lib/redis/driver/slot.js';
 import { RedisCluster, topologySupport } from '../support/topologies.js';

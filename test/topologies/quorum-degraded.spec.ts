@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
-import type { LockEngine } from '../../lib/locking/lock-engine.js';
+import type { LockEngine } from '../../lib/locking/engine/lock-engine.js';
 import { RedisProcess, answersPing } from '../support/faults.js';
 import { LockTestKit, keysUnder, sleep, uniquePrefix } from '../support/lock-test-kit.js';
 

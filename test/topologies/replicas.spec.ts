@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { LockLostError } from '../../lib/errors/lock-lost.error.js';
 import { LockUnavailableError } from '../../lib/errors/lock-unavailable.error.js';
-import type { LockEngineOptions } from '../../lib/locking/engine-options.js';
+import type { LockEngineOptions } from '../../lib/locking/engine/engine-options.js';
 import { RedisProcess, sleep } from '../support/faults.js';
 import { LockTestKit, keysUnder, until } from '../support/lock-test-kit.js';
 import { replicasCaughtUp } from '../support/redis-nodes.js';

@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import { LockError } from '../../lib/errors/lock.error.js';
 import { LockLostError } from '../../lib/errors/lock-lost.error.js';
 import { LockUnavailableError } from '../../lib/errors/lock-unavailable.error.js';
-import type { LockEngine } from '../../lib/locking/lock-engine.js';
+import type { LockEngine } from '../../lib/locking/engine/lock-engine.js';
 import type { PermitHandle } from '../../lib/types/permit.types.js';
 import {
   LockTestKit,

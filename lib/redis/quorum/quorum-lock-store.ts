@@ -25,8 +25,11 @@ import { describeQuorumFailure, majorityPing, majorityView } from './quorum-repo
 import { QuorumUndo } from './quorum-undo.js';
 
 /**
- * Quorum over independent masters (DESIGN §6): one `RedisLockStore` per master, the same scripts on each, and a call
- * counts when a majority (`⌊n/2⌋ + 1`) of the masters agrees. The parts:
+ * Quorum over independent masters (`redis` given as an array of 3 or more connection inputs, each its own master; see
+ * docs/topologies.md, "Quorum over independent masters"): one `RedisLockStore` per master, the same scripts on each,
+ * and a call counts when a majority (`⌊n/2⌋ + 1`) of the masters agrees. A grant counts only within its validity (the
+ * lease minus the time the attempt took minus a drift allowance), a failed attempt is undone on every master, and a
+ * hold is lost when a majority no longer has it. The parts:
  *
  * - `QuorumMasters` (quorum-masters.ts): the masters, the per-master bound (`0.9 × commandTimeoutMs`: a master that
  *   is down or paused counts as not answering, and the call is decided as soon as the majority's answers decide

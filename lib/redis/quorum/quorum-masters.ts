@@ -4,7 +4,7 @@ import type { LockRef, LockStoreContext } from '../../store/lock-store.js';
 import { QuorumFailure, SUSPECT, within } from './quorum-outcomes.js';
 import type { Outcome } from './quorum-outcomes.js';
 import { validateQuorumInputs } from './quorum-inputs.js';
-import { TIMED_OUT } from '../redis-failures.js';
+import { TIMED_OUT } from '../../store/timed-out.js';
 import { RedisLockStore } from '../redis-lock-store.js';
 
 /**

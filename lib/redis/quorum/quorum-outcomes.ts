@@ -1,5 +1,5 @@
 import { LockConfigError } from '../../errors/lock-config.error.js';
-import { TIMED_OUT } from '../redis-failures.js';
+import { TIMED_OUT } from '../../store/timed-out.js';
 
 /** What one master's call gave: its answer, or its failure (`TIMED_OUT` when it did not answer in time). */
 export type Outcome<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: unknown };

@@ -6,7 +6,7 @@ import type { StorePing } from '../../store/lock-store.js';
 import { withoutDrift } from './quorum-grant.js';
 import type { QuorumMasters } from './quorum-masters.js';
 import { QuorumFailure } from './quorum-outcomes.js';
-import { TIMED_OUT } from '../redis-failures.js';
+import { TIMED_OUT } from '../../store/timed-out.js';
 
 /**
  * The majority's view of a lock from the masters' `views`: the holders that a majority of all the masters have
