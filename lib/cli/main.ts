@@ -7,6 +7,7 @@ import { parseCli, USAGE, UsageError } from './cli-args.js';
 import type { CliOptions } from './cli-args.js';
 import { runCommand } from './cli-commands.js';
 import { openSession } from './cli-connection.js';
+import { errorText } from '../common/error-text.js';
 
 const NAME = 'nest-redis-locks';
 
@@ -55,7 +56,7 @@ function usage(err: unknown): number {
 }
 
 function fail(err: unknown): number {
-  const message = err instanceof Error ? err.message : String(err);
+  const message = errorText(err);
   process.stderr.write(`${NAME}: ${message.split('\n')[0]}\n`);
   return 1;
 }
@@ -104,7 +105,7 @@ if (isMain()) {
       process.stdout.write('', () => process.stderr.write('', () => process.exit(code)));
     },
     (err: unknown) => {
-      process.stderr.write(`${NAME}: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.stderr.write(`${NAME}: ${errorText(err)}\n`);
       process.exit(1);
     },
   );

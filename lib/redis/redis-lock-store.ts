@@ -52,6 +52,7 @@ import { ScriptGateway } from './script-gateway.js';
 import { WaiterHeartbeat } from './waiter-heartbeat.js';
 import type { LockError } from '../errors/lock.error.js';
 import type { LockOperation } from '../errors/lock-unavailable.error.js';
+import { errorText } from '../common/error-text.js';
 
 /** Lock names kept ready-made; the cache starts over when full. */
 const NAMES_CACHE_SIZE = 10_000;
@@ -282,7 +283,7 @@ async function timedPing(
     ]);
     return { ok: true, ms: performance.now() - start };
   } catch (err) {
-    return { ok: false, ms: performance.now() - start, error: err instanceof Error ? err.message : String(err) };
+    return { ok: false, ms: performance.now() - start, error: errorText(err) };
   } finally {
     clearTimeout(timer);
   }

@@ -114,7 +114,6 @@ export class NodeRedisDriver implements RedisDriver {
     }));
   }
 
-  /** A client the application has not connected yet is waited for (the library does not connect it). */
   /** `host:port` of a client (from its URL or socket options), for messages; the sentinel's master name otherwise. */
   private label(): string {
     const o = (this.c as { options?: { url?: string; socket?: { host?: string; port?: number }; name?: string } })

@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { ChannelsContext, DriverChannels } from './redis-driver.js';
 import { slotOf } from './slot.js';
+import { errorText } from '../../common/error-text.js';
 
 /** Pause between two attempts to move lost subscriptions to the masters that now serve their slots. */
 const REROUTE_RETRY_MS = 200;
@@ -100,7 +101,7 @@ export class ShardedChannels implements DriverChannels {
     try {
       await conn.ssubscribe(channel);
     } catch (err) {
-      const moved = /^MOVED \d+ (\S+)/.exec(err instanceof Error ? err.message : String(err));
+      const moved = /^MOVED \d+ (\S+)/.exec(errorText(err));
       if (moved && redirects < MAX_REDIRECTS) {
         this.cluster.refreshSlotsCache();
         return this.subscribeOn(channel, moved[1], redirects + 1);
