@@ -57,7 +57,8 @@ export function resolveCampaignOptions(name: string, options: CampaignOptions = 
   if (options.alarms !== undefined) {
     if (typeof options.alarms !== 'boolean') {
       throw new LockConfigError(
-        `invalid alarms for leader "${name}": ${JSON.stringify(options.alarms) ?? typeof options.alarms}; expected true (the deadlock alarm and the board report this leadership) or false (the default)`,
+        `invalid alarms for leader "${name}": ${JSON.stringify(options.alarms) ?? typeof options.alarms}; expected ` +
+          'true (the deadlock alarm and the board report this leadership) or false (the default)',
         'alarms',
         `leader:${name}`,
       );

@@ -181,11 +181,15 @@ export const BOARD_JS_CHART = String.raw`
     var who = picked ? instanceName(picked) : plural(fleet.instances.length, 'instance');
     clear(charts);
     for (var k = 0; k < LOAD_KINDS.length; k++) charts.append(loadChart(LOAD_KINDS[k], points, fleet, who));
-    byId('load-title').textContent = 'Holds and waiters of ' + (picked ? instanceName(picked) : 'the fleet') + ', last ' + span(fleet.to - Math.min(fleet.from, points.length ? points[0].at : fleet.from));
+    var firstAt = Math.min(fleet.from, points.length ? points[0].at : fleet.from);
+    var whose = picked ? instanceName(picked) : 'the fleet';
+    byId('load-title').textContent = 'Holds and waiters of ' + whose + ', last ' + span(fleet.to - firstAt);
     var error = byId('fleet-error');
     error.hidden = !fleet.error;
     error.textContent = fleet.error ? 'Only this instance is shown: ' + fleet.error + '.' : '';
-    byId('load-note').textContent = 'Solid: holds, dashed: waiters, dotted: holds in doubt; red marks under the axis: deadlock alarms per interval (hover for the count). ' +
+    byId('load-note').textContent =
+      'Solid: holds, dashed: waiters, dotted: holds in doubt; ' +
+      'red marks under the axis: deadlock alarms per interval (hover for the count). ' +
       (fleet.instances.length > 1 || fleet.instances[0].sampleMs > 0
         ? 'Each instance publishes a sample every ' + duration(fleet.stepMs) + '.'
         : 'Sampled by this page while open (the instance keeps no history).');

@@ -2,7 +2,9 @@
 // only (it must work behind a proxy that adds or strips a path prefix), nothing from elsewhere (it works offline).
 
 /** `favicon.svg` of the board: a padlock (the browser asks for an icon; without one its console shows a 404). */
-export const BOARD_ICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><path d="M4 7V5a4 4 0 0 1 8 0v2" fill="none" stroke="#57606a" stroke-width="2"/><rect x="2" y="7" width="12" height="8" rx="1.5" fill="#0969da"/></svg>
+export const BOARD_ICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16">
+<path d="M4 7V5a4 4 0 0 1 8 0v2" fill="none" stroke="#57606a" stroke-width="2"/>
+<rect x="2" y="7" width="12" height="8" rx="1.5" fill="#0969da"/></svg>
 `;
 
 /** `index.html` of the board. */

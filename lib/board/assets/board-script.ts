@@ -6,7 +6,10 @@ import { BOARD_JS_CHART } from './board-chart.js';
 import { BOARD_JS_RENDER } from './board-render.js';
 
 const BOARD_JS_MAIN = String.raw`
-  var state = { filter: '', view: null, paused: false, selected: null, releaseScope: null, timer: null, inFlight: false, lastGood: null, lastView: null, refreshMs: 1000 };
+  var state = {
+    filter: '', view: null, paused: false, selected: null, releaseScope: null,
+    timer: null, inFlight: false, lastGood: null, lastView: null, refreshMs: 1000,
+  };
   var REQUEST_TIMEOUT_MS = 10000;
 
   // A path relative to the page, resolved without the user name and password of the page's address (opened as
