@@ -24,6 +24,24 @@ export interface DriverClient {
 // GLIDE's core logs every error reply at WARN on standard output; the tests provoke many on purpose.
 let glideLogger = false;
 
+/** How long a graceful close of a test's client may take, in milliseconds. */
+const CLOSE_MS = 5_000;
+
+/** Whether `p` settles (resolves or rejects) within `ms`. */
+async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const settled = p.then(
+    () => true,
+    () => true,
+  );
+  const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([settled, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Opens an application's client of `name` on `target`, as an application would (connected before use). */
 export async function openDriverClient(name: DriverName, target: DriverTarget): Promise<DriverClient> {
   const cluster = 'cluster' in target ? target.cluster : undefined;
@@ -35,7 +53,17 @@ export async function openDriverClient(name: DriverName, target: DriverTarget): 
       return {
         client,
         close: async () => {
-          await client.quit().catch(() => client.disconnect());
+          if (
+            !(await settlesWithin(
+              client.quit().catch(() => client.disconnect()),
+              CLOSE_MS,
+            ))
+          ) {
+            console.warn(
+              `iovalkey: quit() did not settle within ${CLOSE_MS} ms (a command left pending); disconnected`,
+            );
+            client.disconnect();
+          }
         },
       };
     }
@@ -55,7 +83,17 @@ export async function openDriverClient(name: DriverName, target: DriverTarget): 
       return {
         client,
         close: async () => {
-          await client.close().catch(() => client.destroy());
+          // A graceful close waits for every command still queued: bounded, so one that never settles is named (the
+          // library must not leave one on an application's client) instead of hanging the test file's hooks.
+          if (
+            !(await settlesWithin(
+              client.close().catch(() => client.destroy()),
+              CLOSE_MS,
+            ))
+          ) {
+            console.warn(`${name}: close() did not settle within ${CLOSE_MS} ms (a command left pending); destroyed`);
+            client.destroy();
+          }
         },
       };
     }
